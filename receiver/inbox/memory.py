@@ -1,0 +1,137 @@
+"""The in-memory inbox: the contract's reference twin, with no durability at all.
+
+It is what the agreement state machine compares every durable backend against, and a quick inbox
+for tests. Its transaction handle (what transactional work receives) is the inbox's own ``store``,
+a plain ``dict`` that the work may write to; a failing work leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timedelta
+from typing import Any
+
+from receiver.inbox.contract import (
+    DEFAULT_LEASE,
+    Claim,
+    ClaimOutcome,
+    Clock,
+    Inbox,
+    InboxRecord,
+    RecordState,
+    TransactionalWork,
+    retry_after_seconds,
+    utc_now,
+)
+
+__all__ = ["MemoryInbox"]
+
+
+class MemoryInbox(Inbox):
+    """Keeps records in a dict; every operation is atomic under one lock."""
+
+    def __init__(self, *, lease: timedelta = DEFAULT_LEASE, clock: Clock = utc_now) -> None:
+        self.lease = lease
+        self._clock = clock
+        self._records: dict[str, InboxRecord] = {}
+        self._lock = asyncio.Lock()
+        self.store: dict[str, Any] = {}
+        """What transactional work writes to; kept only when the commit succeeds."""
+
+    async def claim(self, event_id: str) -> Claim:
+        async with self._lock:
+            now = self._clock()
+            record = self._records.get(event_id)
+            if record is None:
+                record = InboxRecord(
+                    event_id=event_id,
+                    state=RecordState.IN_FLIGHT,
+                    token=1,
+                    deliveries=1,
+                    effects=0,
+                    status=None,
+                    lease_expires_at=now + self.lease,
+                    created_at=now,
+                    committed_at=None,
+                )
+                self._records[event_id] = record
+                return Claim(ClaimOutcome.CLAIMED, event_id, token=1)
+            record = replace(record, deliveries=record.deliveries + 1)
+            self._records[event_id] = record
+            if record.state is RecordState.COMMITTED:
+                return Claim(ClaimOutcome.COMMITTED, event_id, status=record.status)
+            assert record.lease_expires_at is not None
+            if record.state is RecordState.IN_FLIGHT and record.lease_expires_at > now:
+                return Claim(
+                    ClaimOutcome.IN_FLIGHT,
+                    event_id,
+                    retry_after=retry_after_seconds(record.lease_expires_at, now),
+                )
+            taken_over = record.state is RecordState.IN_FLIGHT
+            record = replace(
+                record,
+                state=RecordState.IN_FLIGHT,
+                token=record.token + 1,
+                lease_expires_at=now + self.lease,
+            )
+            self._records[event_id] = record
+            return Claim(ClaimOutcome.CLAIMED, event_id, token=record.token, taken_over=taken_over)
+
+    async def commit(
+        self,
+        event_id: str,
+        token: int,
+        status: int,
+        work: Sequence[TransactionalWork] = (),
+    ) -> bool:
+        async with self._lock:
+            record = self._records.get(event_id)
+            if record is None or record.state is not RecordState.IN_FLIGHT:
+                return False
+            if record.token != token:
+                return False
+            scratch = copy.deepcopy(self.store)
+            for item in work:
+                result = item(scratch)
+                if asyncio.iscoroutine(result):
+                    await result
+            self.store = scratch
+            self._records[event_id] = replace(
+                record,
+                state=RecordState.COMMITTED,
+                status=status,
+                effects=record.effects + 1,
+                lease_expires_at=None,
+                committed_at=self._clock(),
+            )
+            return True
+
+    async def release(self, event_id: str, token: int) -> bool:
+        async with self._lock:
+            record = self._records.get(event_id)
+            if record is None or record.state is not RecordState.IN_FLIGHT:
+                return False
+            if record.token != token:
+                return False
+            self._records[event_id] = replace(record, state=RecordState.RELEASED)
+            return True
+
+    async def lookup(self, event_id: str) -> InboxRecord | None:
+        return self._records.get(event_id)
+
+    async def purge(self, committed_before: datetime) -> int:
+        async with self._lock:
+            doomed = [
+                event_id
+                for event_id, record in self._records.items()
+                if record.committed_at is not None and record.committed_at < committed_before
+            ]
+            for event_id in doomed:
+                del self._records[event_id]
+            return len(doomed)
+
+    async def close(self) -> None:
+        return None
