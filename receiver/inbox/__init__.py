@@ -11,7 +11,9 @@ from receiver.inbox.contract import (
     TransactionalWork,
     utc_now,
 )
+from receiver.inbox.factory import open_inbox
 from receiver.inbox.memory import MemoryInbox
+from receiver.inbox.sqlite import SqliteInbox
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -22,6 +24,8 @@ __all__ = [
     "InboxRecord",
     "MemoryInbox",
     "RecordState",
+    "SqliteInbox",
     "TransactionalWork",
+    "open_inbox",
     "utc_now",
 ]

@@ -1,0 +1,428 @@
+"""The SQLite inbox: the embedded, durable backend, with group commit.
+
+``2xx means durably committed``, so every write ends in an fsync (WAL, ``synchronous=FULL``). One
+fsync per request would cap a receiver at a few hundred requests per second, so writes are
+*group-committed*:
+
+* one dedicated writer thread owns the write connection;
+* ``claim``/``commit``/``release``/``purge`` enqueue a job and await an asyncio future — the
+  event loop never blocks;
+* the writer drains every pending job into ONE ``BEGIN IMMEDIATE … COMMIT`` (one fsync), each job
+  inside its own ``SAVEPOINT`` so that a failing transactional work rolls back alone;
+* only after ``COMMIT`` returns are the futures resolved (``loop.call_soon_threadsafe``), so no
+  answer leaves before its batch is durable. If the batch cannot be committed (an I/O error, a
+  full disk), every job in it fails with :class:`~receiver.exceptions.InboxUnavailable`.
+
+Lookups use a second, read-only connection (WAL readers never wait for the writer) on its own
+thread. Jobs run in the order they were submitted, so claims of one event are serialised.
+
+Transactional mode: each ``work`` callable of :meth:`SqliteInbox.commit` receives the write
+``sqlite3.Connection`` inside the job's savepoint; its writes commit with the inbox record or not
+at all. It must be a plain (not ``async``) function and must not ``COMMIT``/``ROLLBACK`` itself.
+If it raises, only its job is rolled back and ``commit`` re-raises that exception unchanged; the
+record stays in flight with the same token (so the caller can ``release`` it), exactly like the
+in-memory twin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import os
+import queue
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, TypeVar
+
+from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
+from receiver.inbox.contract import (
+    DEFAULT_LEASE,
+    Claim,
+    ClaimOutcome,
+    Clock,
+    Inbox,
+    InboxRecord,
+    RecordState,
+    TransactionalWork,
+    retry_after_seconds,
+    utc_now,
+)
+from receiver.inbox.sqlite_schema import apply_migrations
+
+__all__ = ["MAX_BATCH", "SqliteInbox"]
+
+T = TypeVar("T")
+
+MAX_BATCH: Final = 1024
+"""The most jobs one transaction carries; bounds the latency a long queue adds to one batch."""
+
+_BUSY_TIMEOUT_MS: Final = 5000
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND: Final = timedelta(microseconds=1)
+_STOP: Final = object()
+_SELECT = (
+    "SELECT event_id, state, token, deliveries, effects, status, lease_expires_us, "
+    "created_us, committed_us FROM hookproof_inbox WHERE event_id = ?"
+)
+
+
+def _to_us(moment: datetime) -> int:
+    if moment.tzinfo is None:
+        raise InboxError("the inbox clock must return timezone-aware datetimes")
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _at(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _from_us(value: int | None) -> datetime | None:
+    return None if value is None else _at(value)
+
+
+def _record(row: tuple[Any, ...]) -> InboxRecord:
+    return InboxRecord(
+        event_id=row[0],
+        state=RecordState(row[1]),
+        token=row[2],
+        deliveries=row[3],
+        effects=row[4],
+        status=row[5],
+        lease_expires_at=_from_us(row[6]),
+        created_at=_at(row[7]),
+        committed_at=_from_us(row[8]),
+    )
+
+
+class _WorkFailed(Exception):
+    """Carries the exception of a caller's transactional work out of a job."""
+
+    def __init__(self, error: Exception) -> None:
+        super().__init__(error)
+        self.error = error
+
+
+@dataclass(slots=True)
+class _Job:
+    run: Callable[[sqlite3.Connection], Any]
+    future: asyncio.Future[Any]
+    loop: asyncio.AbstractEventLoop
+
+
+def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+    for future, ok, value in outcomes:
+        if future.done():  # the awaiting task was cancelled; the job ran anyway
+            continue
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+
+def _connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
+    )
+    conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+class SqliteInbox(Inbox):
+    """The inbox in one SQLite file (WAL, ``synchronous=FULL``), group-committed by one writer.
+
+    ``path`` is created if absent (its directory must exist). A file that cannot be opened as an
+    inbox raises :class:`ConfigurationError` here, before anything is served.
+    """
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        lease: timedelta = DEFAULT_LEASE,
+        clock: Clock = utc_now,
+    ) -> None:
+        if not isinstance(lease, timedelta) or lease <= timedelta(0):
+            raise ConfigurationError("the inbox lease must be a positive duration")
+        self.path = os.fspath(path)
+        if self.path in ("", ":memory:") or self.path.startswith("file:"):
+            raise ConfigurationError(
+                f"the SQLite inbox needs a file path, not {self.path!r} "
+                "(use MemoryInbox or open_inbox(':memory:') for a throwaway inbox)"
+            )
+        self.lease = lease
+        self._clock = clock
+        self._write, self._read = self._open(self.path)
+        self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._closed = False
+        self._closing: asyncio.Future[None] | None = None
+        self._writer = threading.Thread(
+            target=self._writer_loop, name=f"hookproof-inbox-writer:{self.path}", daemon=True
+        )
+        self._reader = ThreadPoolExecutor(1, thread_name_prefix="hookproof-inbox-reader")
+        self._writer.start()
+
+    @staticmethod
+    def _open(path: str) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+        write: sqlite3.Connection | None = None
+        read: sqlite3.Connection | None = None
+        try:
+            write = _connect(path)
+            (mode,) = write.execute("PRAGMA journal_mode = WAL").fetchone()
+            if str(mode).lower() != "wal":
+                raise ConfigurationError(
+                    f"the SQLite inbox at {path!r} cannot use WAL journaling (got {mode!r})"
+                )
+            apply_migrations(write)
+            read = _connect(path)
+            read.execute("PRAGMA query_only = ON")
+            read.execute(_SELECT, ("",)).fetchall()
+        except sqlite3.Error as error:
+            for conn in (write, read):
+                if conn is not None:
+                    conn.close()
+            raise ConfigurationError(f"cannot open the SQLite inbox at {path!r}: {error}") from None
+        except BaseException:
+            for conn in (write, read):
+                if conn is not None:
+                    conn.close()
+            raise
+        return write, read
+
+    # -- the contract -------------------------------------------------------------------------
+
+    async def claim(self, event_id: str) -> Claim:
+        now = _to_us(self._clock())
+        lease = self.lease // _MICROSECOND
+
+        def run(conn: sqlite3.Connection) -> Claim:
+            row = conn.execute(
+                "SELECT state, token, status, lease_expires_us FROM hookproof_inbox "
+                "WHERE event_id = ?",
+                (event_id,),
+            ).fetchone()
+            if row is None:
+                conn.execute(
+                    "INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, "
+                    "lease_expires_us, created_us) VALUES (?, 'in_flight', 1, 1, 0, ?, ?)",
+                    (event_id, now + lease, now),
+                )
+                return Claim(ClaimOutcome.CLAIMED, event_id, token=1)
+            state, token, status, expires = row
+            if state == "committed":
+                conn.execute(
+                    "UPDATE hookproof_inbox SET deliveries = deliveries + 1 WHERE event_id = ?",
+                    (event_id,),
+                )
+                return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
+            if state == "in_flight" and expires > now:
+                conn.execute(
+                    "UPDATE hookproof_inbox SET deliveries = deliveries + 1 WHERE event_id = ?",
+                    (event_id,),
+                )
+                return Claim(
+                    ClaimOutcome.IN_FLIGHT,
+                    event_id,
+                    retry_after=retry_after_seconds(_at(expires), _at(now)),
+                )
+            conn.execute(
+                "UPDATE hookproof_inbox SET deliveries = deliveries + 1, state = 'in_flight', "
+                "token = token + 1, lease_expires_us = ? WHERE event_id = ?",
+                (now + lease, event_id),
+            )
+            return Claim(
+                ClaimOutcome.CLAIMED,
+                event_id,
+                token=token + 1,
+                taken_over=state == "in_flight",
+            )
+
+        return await self._submit(run)
+
+    async def commit(
+        self,
+        event_id: str,
+        token: int,
+        status: int,
+        work: Sequence[TransactionalWork] = (),
+    ) -> bool:
+        works = tuple(work)
+        committed_at = _to_us(self._clock())
+
+        def run(conn: sqlite3.Connection) -> bool:
+            row = conn.execute(
+                "SELECT state, token FROM hookproof_inbox WHERE event_id = ?", (event_id,)
+            ).fetchone()
+            if row is None or row[0] != "in_flight" or row[1] != token:
+                return False
+            for item in works:
+                _run_work(item, conn)
+            conn.execute(
+                "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
+                "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
+                "WHERE event_id = ?",
+                (status, committed_at, event_id),
+            )
+            return True
+
+        return await self._submit(run)
+
+    async def release(self, event_id: str, token: int) -> bool:
+        def run(conn: sqlite3.Connection) -> bool:
+            cursor = conn.execute(
+                "UPDATE hookproof_inbox SET state = 'released' "
+                "WHERE event_id = ? AND state = 'in_flight' AND token = ?",
+                (event_id, token),
+            )
+            return cursor.rowcount == 1
+
+        return await self._submit(run)
+
+    async def lookup(self, event_id: str) -> InboxRecord | None:
+        def run() -> InboxRecord | None:
+            row = self._read.execute(_SELECT, (event_id,)).fetchone()
+            return None if row is None else _record(row)
+
+        self._check_open()
+        loop = asyncio.get_running_loop()
+        try:
+            return await loop.run_in_executor(self._reader, run)
+        except sqlite3.Error as error:
+            raise InboxUnavailable(f"the SQLite inbox could not be read: {error}") from None
+        except RuntimeError as error:  # the executor was shut down by close()
+            raise InboxUnavailable(f"the SQLite inbox is closed ({error})") from None
+
+    async def purge(self, committed_before: datetime) -> int:
+        cutoff = _to_us(committed_before)
+
+        def run(conn: sqlite3.Connection) -> int:
+            cursor = conn.execute(
+                "DELETE FROM hookproof_inbox WHERE committed_us IS NOT NULL AND committed_us < ?",
+                (cutoff,),
+            )
+            return cursor.rowcount
+
+        return await self._submit(run)
+
+    async def close(self) -> None:
+        """Finish every job already submitted, stop the writer, close both connections."""
+        with self._lock:
+            first = not self._closed
+            if first:
+                self._closed = True
+                self._queue.put(_STOP)
+        if first:
+            self._closing = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.to_thread(self._shutdown)
+            finally:
+                self._closing.set_result(None)
+        elif self._closing is not None and not self._closing.done():
+            await asyncio.shield(self._closing)
+
+    # -- the writer ---------------------------------------------------------------------------
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise InboxUnavailable("the SQLite inbox is closed")
+
+    async def _submit(self, run: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        with self._lock:
+            self._check_open()
+            self._queue.put(_Job(run, future, loop))
+        return await future
+
+    def _shutdown(self) -> None:
+        self._writer.join()
+        self._reader.shutdown(wait=True)
+        self._read.close()
+
+    def _writer_loop(self) -> None:
+        try:
+            stop = False
+            while not stop:
+                first = self._queue.get()
+                if first is _STOP:
+                    break
+                batch: list[_Job] = [first]
+                while len(batch) < MAX_BATCH:
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if item is _STOP:
+                        stop = True
+                        break
+                    batch.append(item)
+                self._deliver(batch, self._execute(batch))
+        finally:
+            self._write.close()
+
+    def _execute(self, batch: list[_Job]) -> list[tuple[bool, Any]]:
+        """Run ``batch`` in one transaction; per job ``(True, result)`` or ``(False, error)``."""
+        conn = self._write
+        results: list[tuple[bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for job in batch:
+                conn.execute("SAVEPOINT job")
+                try:
+                    value = job.run(conn)
+                except sqlite3.Error:
+                    raise  # the store itself failed: the whole batch is lost
+                except Exception as error:
+                    conn.execute("ROLLBACK TO job")
+                    conn.execute("RELEASE job")
+                    results.append(
+                        (False, error.error if isinstance(error, _WorkFailed) else error)
+                    )
+                    continue
+                conn.execute("RELEASE job")
+                results.append((True, value))
+            conn.execute("COMMIT")
+        except BaseException as error:
+            try:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+            reason = f"the SQLite inbox could not commit: {error}"
+            return [(False, InboxUnavailable(reason)) for _ in batch]
+        return results
+
+    @staticmethod
+    def _deliver(batch: list[_Job], results: list[tuple[bool, Any]]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
+        for job, (ok, value) in zip(batch, results, strict=True):
+            by_loop.setdefault(job.loop, []).append((job.future, ok, value))
+        for loop, outcomes in by_loop.items():
+            try:
+                loop.call_soon_threadsafe(_settle, outcomes)
+            except RuntimeError:  # that event loop is closed; nobody awaits these any more
+                continue
+
+
+def _run_work(item: TransactionalWork, conn: sqlite3.Connection) -> None:
+    try:
+        result = item(conn)
+    except sqlite3.Error as error:
+        if not conn.in_transaction:
+            raise  # the work's failure destroyed the inbox transaction itself
+        raise _WorkFailed(error) from error
+    except Exception as error:
+        raise _WorkFailed(error) from error
+    if inspect.isawaitable(result):
+        if inspect.iscoroutine(result):
+            result.close()
+        raise _WorkFailed(
+            InboxError("SQLite transactional work must be a plain function, not a coroutine")
+        )
+    if not conn.in_transaction:
+        raise sqlite3.OperationalError("transactional work ended the inbox transaction")
