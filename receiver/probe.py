@@ -1,0 +1,92 @@
+"""The probe: a token-guarded window onto the inbox, so a conformance run can observe effects.
+
+``GET <prefix>/<event_id>`` with ``Authorization: Bearer <token>`` answers::
+
+    {"event_id": "...", "status": "committed" | "in_flight", "effects": <int>, "deliveries": <int>}
+
+or a 404 problem when the inbox holds no record of the event. A missing or wrong token is a 401
+problem (the token is compared in constant time); any other method is 405. ``effects`` is the
+number of times the event's effect was applied: the inbox's own count unless an
+``effects_counter`` (e.g. one counting rows of the application's effect table) is given.
+``deliveries`` is the inbox's delivery count. A record released after a transient failure is
+reported as ``in_flight``: not committed, waiting for the sender's retry.
+
+The probe is off unless a token is configured; any receiver, in any language, may implement the
+same contract.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+from collections.abc import Awaitable, Callable
+
+from starlette.types import Scope, Send
+
+from receiver.inbox.contract import Inbox, RecordState
+from receiver.problems import PROBLEMS, Problem, send_json, send_problem
+
+__all__ = ["DEFAULT_PROBE_PREFIX", "EffectsCounter", "probe_document", "serve_probe"]
+
+DEFAULT_PROBE_PREFIX = "/_hookproof/events"
+
+EffectsCounter = Callable[[str], Awaitable[int]]
+"""How many times the effect of an event (by id) was applied."""
+
+_METHOD_NOT_ALLOWED = Problem("method-not-allowed", 405, "The probe answers GET only")
+
+
+def _authorized(scope: Scope, token: str) -> bool:
+    expected = ("Bearer " + token).encode("latin-1", "replace")
+    provided = b""
+    for name, value in scope["headers"]:
+        if name.lower() == b"authorization":
+            provided = value
+            break
+    return hmac.compare_digest(provided, expected)
+
+
+async def probe_document(
+    inbox: Inbox, event_id: str, effects_counter: EffectsCounter | None = None
+) -> dict[str, object] | None:
+    """The probe's answer for one event, or ``None`` when the inbox does not know it."""
+    record = await inbox.lookup(event_id)
+    if record is None:
+        return None
+    effects = record.effects if effects_counter is None else await effects_counter(event_id)
+    status = "committed" if record.state is RecordState.COMMITTED else "in_flight"
+    return {
+        "event_id": event_id,
+        "status": status,
+        "effects": effects,
+        "deliveries": record.deliveries,
+    }
+
+
+async def serve_probe(
+    scope: Scope,
+    send: Send,
+    *,
+    event_id: str,
+    token: str,
+    inbox: Inbox,
+    effects_counter: EffectsCounter | None = None,
+) -> None:
+    """Answer one probe request (the path's ``event_id`` already split off by the caller)."""
+    if not _authorized(scope, token):
+        await send_problem(
+            send,
+            PROBLEMS["probe-unauthorized"],
+            "send 'Authorization: Bearer <probe token>'",
+        )
+        return
+    if scope["method"] not in ("GET", "HEAD"):
+        await send_problem(send, _METHOD_NOT_ALLOWED, "use GET")
+        return
+    document = await probe_document(inbox, event_id, effects_counter)
+    if document is None:
+        await send_problem(
+            send, PROBLEMS["event-not-found"], "no copy of this event arrived", event_id=event_id
+        )
+        return
+    await send_json(send, 200, json.dumps(document, separators=(",", ":")).encode("utf-8"))
