@@ -1,0 +1,501 @@
+"""The PostgreSQL inbox: one shared ``event_id`` inbox for several receiver replicas (psycopg 3).
+
+It implements :mod:`receiver.inbox.contract` on one table (its schema is in
+:mod:`receiver.inbox.postgres_schema`, migrated by the backend itself at
+:meth:`PostgresInbox.connect`):
+
+- **claim** is one ``INSERT … ON CONFLICT DO UPDATE`` statement. The row lock PostgreSQL takes on
+  conflict serialises concurrent claims of one event, across processes and hosts: the first one
+  inserts (``CLAIMED``), the others see its live lease (``IN_FLIGHT``). A claim whose lease expired
+  is taken over in the same statement by a compare-and-set on the stored state and lease, with the
+  fencing token incremented. Lease expiry is compared against the injected clock's value, passed
+  as a parameter: the database's own ``now()`` is never consulted, so tests control expiry.
+- **commit** is one transaction: a compare-and-set ``UPDATE`` on the token (which also locks the
+  row), then every transactional ``work`` callable with the transaction's
+  :class:`psycopg.AsyncConnection` (sync or coroutine functions), then ``COMMIT``. A stale token
+  changes nothing and runs no work; a work that raises rolls back its own writes and the inbox
+  record alike (the record stays in flight with the caller's token, exactly as in
+  :class:`~receiver.inbox.memory.MemoryInbox`) and its exception propagates unchanged.
+- **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` (keep the
+  server's ``synchronous_commit`` at ``on`` or stronger: the 2xx promises durability).
+
+Connections come from a :class:`psycopg_pool.AsyncConnectionPool` (no blocking call on the event
+loop). Each connection is checked when it is handed out and the whole pool is re-checked after a
+failure, so connections killed under the receiver (``pg_terminate_backend``, a server restart) are
+replaced instead of failing request after request. An unreachable or misconfigured database is one
+:class:`~receiver.exceptions.ConfigurationError` from :meth:`PostgresInbox.connect`; a database that
+goes away later turns operations into :class:`~receiver.exceptions.InboxUnavailable` (503 with
+``Retry-After``), and the pool reconnects by itself when the server is back.
+
+**Location.** A libpq URL, ``postgresql://`` or ``postgres://``, with every libpq parameter
+(``application_name``, ``sslmode``, ``options`` …) plus these hookproof parameters, removed before
+libpq sees the URL:
+
+``schema``
+    The schema holding the inbox (created if missing; default ``public``). Pool connections get
+    ``search_path = <schema>, public`` so transactional work with unqualified table names writes
+    next to the inbox. Instead of it, a libpq ``options=-csearch_path%3D<schema>`` is honoured too:
+    its first schema holds the inbox. The ``schema=`` argument of :meth:`~PostgresInbox.connect`
+    wins over both.
+``pool_min_size`` / ``pool_max_size``
+    Connections kept open / at most (default 1 / 10 per replica).
+``pool_timeout``
+    Seconds an operation waits for a free connection before answering
+    :class:`~receiver.exceptions.InboxUnavailable` (default 5).
+
+psycopg is an optional dependency (``pip install 'hookproof[postgres]'``); it is imported only when
+this backend connects, and its absence is a :class:`~receiver.exceptions.ConfigurationError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
+from receiver.inbox.contract import (
+    DEFAULT_LEASE,
+    Claim,
+    ClaimOutcome,
+    Clock,
+    Inbox,
+    InboxRecord,
+    RecordState,
+    TransactionalWork,
+    retry_after_seconds,
+    utc_now,
+)
+from receiver.inbox.postgres_schema import INBOX_TABLE, migrate
+
+if TYPE_CHECKING:
+    from psycopg import AsyncConnection
+    from psycopg_pool import AsyncConnectionPool
+
+__all__ = ["PostgresInbox", "PostgresLocation", "parse_location"]
+
+DEFAULT_APPLICATION_NAME = "hookproof-receiver"
+DEFAULT_POOL_MIN_SIZE = 1
+DEFAULT_POOL_MAX_SIZE = 10
+DEFAULT_POOL_TIMEOUT_S = 5.0
+DEFAULT_CONNECT_TIMEOUT_S = 10.0
+RETRY_AFTER_UNAVAILABLE_S = 1
+"""What :class:`InboxUnavailable` suggests as ``Retry-After`` (the middleware decides)."""
+
+_SCHEMES = ("postgresql", "postgres")
+_HOOKPROOF_PARAMETERS = frozenset({"schema", "pool_min_size", "pool_max_size", "pool_timeout"})
+_SEARCH_PATH_OPTION = re.compile(r"(?:^|\s)-c\s*search_path\s*=\s*([^,\s]+)")
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
+
+_COLUMNS = (
+    "event_id, state, token, deliveries, effects, status,"
+    " lease_expires_at, created_at, committed_at"
+)
+_CLAIMABLE = "(r.state = 'released' OR (r.state = 'in_flight' AND r.lease_expires_at <= %(now)s))"
+_CLAIM_SQL = f"""
+INSERT INTO {{table}} AS r ({_COLUMNS}, last_claim)
+VALUES (%(event_id)s, 'in_flight', 1, 1, 0, NULL, %(expires)s, %(now)s, NULL, 'claimed')
+ON CONFLICT (event_id) DO UPDATE SET
+    deliveries = r.deliveries + 1,
+    last_claim = CASE
+        WHEN r.state = 'committed' THEN 'committed'
+        WHEN r.state = 'released' THEN 'claimed'
+        WHEN r.lease_expires_at > %(now)s THEN 'in_flight'
+        ELSE 'taken_over' END,
+    token = CASE WHEN {_CLAIMABLE} THEN r.token + 1 ELSE r.token END,
+    lease_expires_at = CASE WHEN {_CLAIMABLE} THEN %(expires)s ELSE r.lease_expires_at END,
+    state = CASE WHEN r.state = 'committed' THEN 'committed' ELSE 'in_flight' END
+RETURNING last_claim, token, status, lease_expires_at
+"""
+_COMMIT_SQL = """
+UPDATE {table} SET state = 'committed', status = %(status)s, effects = effects + 1,
+    lease_expires_at = NULL, committed_at = %(now)s
+WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
+RETURNING event_id
+"""
+_RELEASE_SQL = """
+UPDATE {table} SET state = 'released'
+WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
+RETURNING event_id
+"""
+_LOOKUP_SQL = f"SELECT {_COLUMNS} FROM {{table}} WHERE event_id = %(event_id)s"
+_PURGE_SQL = "DELETE FROM {table} WHERE committed_at IS NOT NULL AND committed_at < %(cutoff)s"
+
+
+@dataclass(frozen=True)
+class PostgresLocation:
+    """A parsed inbox location: what libpq gets, what hookproof keeps, and a password-free name."""
+
+    conninfo: str
+    schema: str
+    set_search_path: bool
+    """Whether pool connections need ``SET search_path`` (not when ``options`` already sets it)."""
+    application_name: str | None
+    pool_min_size: int
+    pool_max_size: int
+    pool_timeout: float
+    display: str
+    """``postgresql://user@host:port/dbname``, never with a password: safe for errors and logs."""
+    password: str | None
+
+
+def parse_location(location: str, *, schema: str | None = None) -> PostgresLocation:
+    """Split a ``postgresql://`` location into libpq's conninfo and hookproof's own parameters."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    parts = urlsplit(location)
+    if parts.scheme not in _SCHEMES:
+        raise ConfigurationError(
+            f"a PostgreSQL inbox location starts with postgresql:// (got {parts.scheme or '?'}://)"
+        )
+    ours: dict[str, str] = {}
+    theirs: list[tuple[str, str]] = []
+    for key, value in parse_qsl(parts.query, keep_blank_values=True):
+        if key in _HOOKPROOF_PARAMETERS:
+            ours[key] = value
+        else:
+            theirs.append((key, value))
+    conninfo = urlunsplit(parts._replace(query=urlencode(theirs)))
+    try:
+        params = conninfo_to_dict(conninfo)
+    except Exception as exc:  # psycopg.ProgrammingError: an unknown or malformed parameter
+        raise ConfigurationError(f"invalid PostgreSQL inbox location: {_first_line(exc)}") from exc
+    password = params.get("password")
+    display = _display(params)
+    options_path = _SEARCH_PATH_OPTION.search(str(params.get("options") or ""))
+    chosen = schema or ours.get("schema")
+    set_search_path = True
+    if not chosen and options_path:
+        chosen, set_search_path = options_path.group(1).strip('"'), False
+    chosen = chosen or "public"
+    if not _IDENTIFIER.match(chosen):
+        raise ConfigurationError(
+            f"invalid inbox schema name {chosen!r}: letters, digits, _ and $, at most 63"
+        )
+    return PostgresLocation(
+        conninfo=conninfo,
+        schema=chosen,
+        set_search_path=set_search_path,
+        application_name=None if "application_name" in params else DEFAULT_APPLICATION_NAME,
+        pool_min_size=_number(ours, "pool_min_size", DEFAULT_POOL_MIN_SIZE, int, minimum=0),
+        pool_max_size=_number(ours, "pool_max_size", DEFAULT_POOL_MAX_SIZE, int, minimum=1),
+        pool_timeout=_number(ours, "pool_timeout", DEFAULT_POOL_TIMEOUT_S, float, minimum=0.001),
+        display=display,
+        password=str(password) if password else None,
+    )
+
+
+class PostgresInbox(Inbox):
+    """The inbox in one PostgreSQL table, shared by every replica that connects to it.
+
+    Create it with :meth:`connect`, never directly.
+    """
+
+    def __init__(
+        self,
+        pool: AsyncConnectionPool[Any],
+        location: PostgresLocation,
+        *,
+        lease: timedelta,
+        clock: Clock,
+    ) -> None:
+        from psycopg import sql
+
+        self.lease = lease
+        self._clock = clock
+        self._pool = pool
+        self._location = location
+        self._closed = False
+        self._check_task: asyncio.Task[None] | None = None
+        table = sql.SQL("{}.{}").format(
+            sql.Identifier(location.schema), sql.Identifier(INBOX_TABLE)
+        )
+        self._claim_sql = sql.SQL(_CLAIM_SQL).format(table=table)
+        self._commit_sql = sql.SQL(_COMMIT_SQL).format(table=table)
+        self._release_sql = sql.SQL(_RELEASE_SQL).format(table=table)
+        self._lookup_sql = sql.SQL(_LOOKUP_SQL).format(table=table)
+        self._purge_sql = sql.SQL(_PURGE_SQL).format(table=table)
+
+    @classmethod
+    async def connect(
+        cls,
+        location: str,
+        *,
+        lease: timedelta = DEFAULT_LEASE,
+        clock: Clock = utc_now,
+        schema: str | None = None,
+        check_connections: bool = True,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> PostgresInbox:
+        """Reach the database, migrate the schema, open the pool; or one clear ConfigurationError.
+
+        ``check_connections`` checks each pooled connection as it is handed out (one extra
+        round trip, so that a connection killed under the pool never fails a request).
+        """
+        if lease <= timedelta(0):
+            raise ConfigurationError("the inbox lease must be positive")
+        _require_psycopg()
+        import psycopg
+        from psycopg_pool import AsyncConnectionPool
+
+        parsed = parse_location(location, schema=schema)
+        kwargs: dict[str, Any] = {"autocommit": True}
+        if parsed.application_name is not None:
+            kwargs["application_name"] = parsed.application_name
+        try:
+            first = await asyncio.wait_for(
+                psycopg.AsyncConnection.connect(
+                    parsed.conninfo, connect_timeout=max(1, int(connect_timeout)), **kwargs
+                ),
+                timeout=connect_timeout,
+            )
+        except (psycopg.Error, OSError, TimeoutError) as exc:
+            raise ConfigurationError(
+                f"cannot reach the PostgreSQL inbox at {parsed.display}: {_reason(exc, parsed)}"
+            ) from exc
+        try:
+            await migrate(first, parsed.schema)
+        except psycopg.Error as exc:
+            raise ConfigurationError(
+                f"cannot prepare the PostgreSQL inbox schema {parsed.schema!r} at "
+                f"{parsed.display}: {_reason(exc, parsed)}"
+            ) from exc
+        finally:
+            await first.close()
+
+        configure = _search_path_setter(parsed.schema) if parsed.set_search_path else None
+        pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
+            parsed.conninfo,
+            kwargs=kwargs,
+            min_size=min(parsed.pool_min_size, parsed.pool_max_size),
+            max_size=parsed.pool_max_size,
+            open=False,
+            configure=configure,
+            check=AsyncConnectionPool.check_connection if check_connections else None,
+            timeout=parsed.pool_timeout,
+            name=f"hookproof-inbox-{parsed.schema}",
+        )
+        try:
+            await pool.open(wait=True, timeout=connect_timeout)
+        except psycopg.Error as exc:
+            await pool.close()
+            raise ConfigurationError(
+                f"cannot open connections to the PostgreSQL inbox at {parsed.display}: "
+                f"{_reason(exc, parsed)}"
+            ) from exc
+        return cls(pool, parsed, lease=lease, clock=clock)
+
+    @property
+    def schema(self) -> str:
+        """The schema holding the inbox table."""
+        return self._location.schema
+
+    @property
+    def display(self) -> str:
+        """The database, named without its password."""
+        return self._location.display
+
+    async def claim(self, event_id: str) -> Claim:
+        now = self._clock()
+        params = {"event_id": event_id, "now": now, "expires": now + self.lease}
+        async with self._connection() as conn:
+            row = await (await conn.execute(self._claim_sql, params)).fetchone()
+        if row is None:  # pragma: no cover - INSERT … RETURNING always returns the row
+            raise InboxError(f"claiming {event_id!r} returned nothing")
+        last_claim, token, status, lease_expires_at = row
+        if last_claim == "committed":
+            return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
+        if last_claim == "in_flight":
+            return Claim(
+                ClaimOutcome.IN_FLIGHT,
+                event_id,
+                retry_after=retry_after_seconds(lease_expires_at, now),
+            )
+        return Claim(
+            ClaimOutcome.CLAIMED, event_id, token=token, taken_over=last_claim == "taken_over"
+        )
+
+    async def commit(
+        self,
+        event_id: str,
+        token: int,
+        status: int,
+        work: Sequence[TransactionalWork] = (),
+    ) -> bool:
+        params = {"event_id": event_id, "token": token, "status": status, "now": self._clock()}
+        async with self._connection() as conn:
+            try:
+                async with conn.transaction():
+                    row = await (await conn.execute(self._commit_sql, params)).fetchone()
+                    if row is None:
+                        raise _StaleToken
+                    for item in work:
+                        result = item(conn)
+                        if inspect.isawaitable(result):
+                            await result
+            except _StaleToken:
+                return False
+        return True
+
+    async def release(self, event_id: str, token: int) -> bool:
+        params = {"event_id": event_id, "token": token}
+        async with self._connection() as conn:
+            row = await (await conn.execute(self._release_sql, params)).fetchone()
+        return row is not None
+
+    async def lookup(self, event_id: str) -> InboxRecord | None:
+        async with self._connection() as conn:
+            row = await (await conn.execute(self._lookup_sql, {"event_id": event_id})).fetchone()
+        if row is None:
+            return None
+        (
+            found_id,
+            state,
+            token,
+            deliveries,
+            effects,
+            status,
+            lease_expires_at,
+            created_at,
+            committed_at,
+        ) = row
+        return InboxRecord(
+            event_id=found_id,
+            state=RecordState(state),
+            token=token,
+            deliveries=deliveries,
+            effects=effects,
+            status=status,
+            lease_expires_at=_utc(lease_expires_at),
+            created_at=created_at.astimezone(UTC),
+            committed_at=_utc(committed_at),
+        )
+
+    async def purge(self, committed_before: datetime) -> int:
+        if committed_before.tzinfo is None:
+            raise ValueError("committed_before must be a timezone-aware datetime")
+        async with self._connection() as conn:
+            cursor = await conn.execute(self._purge_sql, {"cutoff": committed_before})
+            return max(cursor.rowcount, 0)
+
+    async def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._check_task is not None:
+            self._check_task.cancel()
+            await asyncio.gather(self._check_task, return_exceptions=True)
+        await self._pool.close()
+
+    @asynccontextmanager
+    async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:
+        """A pooled connection; a lost database becomes :class:`InboxUnavailable`."""
+        import psycopg
+
+        if self._closed:
+            raise InboxError("the PostgreSQL inbox is closed")
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except psycopg.OperationalError as exc:  # lost connection, shutdown, pool timeout …
+            self._recheck_pool()
+            raise InboxUnavailable(
+                f"the PostgreSQL inbox at {self._location.display} is unavailable: "
+                f"{_reason(exc, self._location)}"
+            ) from exc
+        except psycopg.DatabaseError as exc:
+            if isinstance(exc, psycopg.errors.UndefinedTable):
+                raise InboxError(
+                    f"the inbox table is missing from schema {self._location.schema!r} at "
+                    f"{self._location.display}; restart the receiver to recreate it"
+                ) from exc
+            raise
+
+    def _recheck_pool(self) -> None:
+        """After a failure, test every idle connection in the background and replace dead ones."""
+        if self._closed or (self._check_task is not None and not self._check_task.done()):
+            return
+        self._check_task = asyncio.get_running_loop().create_task(self._check_quietly())
+
+    async def _check_quietly(self) -> None:
+        import psycopg
+
+        try:
+            await self._pool.check()
+        except psycopg.Error:  # pragma: no cover - the pool logs and replaces on its own
+            return
+
+
+class _StaleToken(Exception):
+    """Raised inside :meth:`PostgresInbox.commit` to roll back a commit whose token is stale."""
+
+
+def _require_psycopg() -> None:
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+    except ImportError as exc:
+        raise ConfigurationError(
+            "the PostgreSQL inbox needs psycopg 3 and psycopg-pool: "
+            "pip install 'hookproof[postgres]'"
+        ) from exc
+
+
+def _search_path_setter(schema: str) -> Any:
+    from psycopg import sql
+
+    path = [sql.Identifier(schema)] + ([] if schema == "public" else [sql.Identifier("public")])
+    statement = sql.SQL("SET search_path TO {}").format(sql.SQL(", ").join(path))
+
+    async def configure(conn: AsyncConnection[Any]) -> None:
+        await conn.execute(statement)
+
+    return configure
+
+
+def _display(params: dict[str, Any]) -> str:
+    user = params.get("user")
+    host = params.get("host") or params.get("hostaddr") or "localhost"
+    port = params.get("port")
+    dbname = params.get("dbname")
+    authority = f"{user}@" if user else ""
+    authority += str(host) + (f":{port}" if port else "")
+    return f"postgresql://{authority}/{dbname or ''}"
+
+
+def _number(
+    values: dict[str, str], key: str, default: Any, kind: type[Any], *, minimum: float
+) -> Any:
+    if key not in values:
+        return default
+    try:
+        number = kind(values[key])
+    except ValueError:
+        number = None
+    if number is None or number < minimum:
+        raise ConfigurationError(f"invalid {key}={values[key]!r} in the PostgreSQL inbox location")
+    return number
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    return text.splitlines()[0].strip()
+
+
+def _reason(exc: BaseException, location: PostgresLocation) -> str:
+    """The error's gist on one line, with the password (if any) scrubbed out."""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    text = " ".join(lines) if lines else type(exc).__name__
+    if location.password:
+        text = text.replace(location.password, "***")
+    return text
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    return None if value is None else value.astimezone(UTC)
