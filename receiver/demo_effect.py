@@ -1,0 +1,170 @@
+"""The reference app's demo effect: a renewal reminder recorded once per event, and counted.
+
+The effect is a row in ``hookproof_renewal_reminders`` (``event_id``, ``renewal_id``,
+``event_type``): deliberately WITHOUT a unique key, so applying an event twice shows up as two rows
+and tests (and the probe's ``effects``) can see it. Three stores, one per inbox backend:
+
+* :class:`MemoryReminders` — a list in the :class:`~receiver.inbox.memory.MemoryInbox` ``store``;
+* :class:`SqliteReminders` — a table in the inbox's own SQLite file;
+* :class:`PostgresReminders` — a table next to the PostgreSQL inbox (same schema).
+
+``work(...)`` returns the transactional work that writes the row through the inbox's commit
+transaction (exactly-once effect); ``apply_directly(...)`` writes it outside that transaction (the
+non-transactional mode: at-least-once, deduplicated by the inbox). ``count(event_id)`` is what the
+probe reports as ``effects``.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Any, Protocol
+
+from starlette.concurrency import run_in_threadpool
+
+from receiver.inbox.contract import Inbox, TransactionalWork
+from receiver.inbox.memory import MemoryInbox
+
+__all__ = [
+    "TABLE",
+    "MemoryReminders",
+    "PostgresReminders",
+    "Reminders",
+    "SqliteReminders",
+    "reminders_for",
+]
+
+TABLE = "hookproof_renewal_reminders"
+_CREATE = (
+    f"CREATE TABLE IF NOT EXISTS {TABLE} (event_id TEXT NOT NULL, renewal_id TEXT, event_type TEXT)"
+)
+_INSERT_SQLITE = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (?, ?, ?)"
+_COUNT_SQLITE = f"SELECT count(*) FROM {TABLE} WHERE event_id = ?"
+_INSERT_PG = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (%s, %s, %s)"
+_COUNT_PG = f"SELECT count(*) FROM {TABLE} WHERE event_id = %s"
+
+
+class Reminders(Protocol):
+    """Where the demo effect is written and counted."""
+
+    async def prepare(self) -> None:
+        """Create the effect table if needed (called once at start-up)."""
+        ...
+
+    def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
+        """The transactional work that records one reminder with the inbox commit."""
+        ...
+
+    async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
+        """Record one reminder outside the inbox transaction."""
+        ...
+
+    async def count(self, event_id: str) -> int:
+        """How many reminders this event produced."""
+        ...
+
+
+class MemoryReminders:
+    """Reminders as dicts in a MemoryInbox ``store`` under ``TABLE``."""
+
+    def __init__(self, inbox: MemoryInbox) -> None:
+        self.inbox = inbox
+
+    async def prepare(self) -> None:
+        return None
+
+    def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
+        row = {"event_id": event_id, "renewal_id": renewal_id, "event_type": event_type}
+
+        def record(store: Any) -> None:
+            store.setdefault(TABLE, []).append(row)
+
+        return record
+
+    async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
+        self.work(event_id, renewal_id, event_type)(self.inbox.store)
+
+    async def count(self, event_id: str) -> int:
+        rows = self.inbox.store.get(TABLE, [])
+        return sum(1 for row in rows if row["event_id"] == event_id)
+
+
+def _sqlite_connect(path: str) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
+    conn.execute("PRAGMA busy_timeout = 5000")
+    conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+class SqliteReminders:
+    """Reminders in a table of the SQLite inbox's own file."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def _run(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        conn = _sqlite_connect(self.path)
+        try:
+            row = conn.execute(sql, params).fetchone()
+            return int(row[0]) if row else 0
+        finally:
+            conn.close()
+
+    async def prepare(self) -> None:
+        await run_in_threadpool(self._run, _CREATE)
+
+    def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
+        def record(conn: sqlite3.Connection) -> None:
+            conn.execute(_INSERT_SQLITE, (event_id, renewal_id, event_type))
+
+        return record
+
+    async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
+        await run_in_threadpool(self._run, _INSERT_SQLITE, (event_id, renewal_id, event_type))
+
+    async def count(self, event_id: str) -> int:
+        return await run_in_threadpool(self._run, _COUNT_SQLITE, (event_id,))
+
+
+class PostgresReminders:
+    """Reminders in a table next to the PostgreSQL inbox (its schema comes first on the path)."""
+
+    def __init__(self, location: str) -> None:
+        from receiver.inbox.postgres import parse_location
+
+        parsed = parse_location(location)
+        self._conninfo = parsed.conninfo
+        self._schema = parsed.schema
+
+    async def _run(self, sql: str, params: tuple[Any, ...] = ()) -> int:
+        import psycopg
+
+        async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
+            await conn.execute(f'SET search_path = "{self._schema}", public')
+            cursor = await conn.execute(sql, params)
+            row = await cursor.fetchone() if cursor.description else None
+            return int(row[0]) if row else 0
+
+    async def prepare(self) -> None:
+        await self._run(_CREATE)
+
+    def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
+        async def record(conn: Any) -> None:
+            await conn.execute(_INSERT_PG, (event_id, renewal_id, event_type))
+
+        return record
+
+    async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
+        await self._run(_INSERT_PG, (event_id, renewal_id, event_type))
+
+    async def count(self, event_id: str) -> int:
+        return await self._run(_COUNT_PG, (event_id,))
+
+
+def reminders_for(inbox: Inbox, location: str) -> Reminders:
+    """The reminder store that lives next to ``inbox`` (opened from ``location``)."""
+    if isinstance(inbox, MemoryInbox):
+        return MemoryReminders(inbox)
+    if location.lower().startswith(("postgresql://", "postgres://")):
+        return PostgresReminders(location)
+    path = getattr(inbox, "path", None)
+    return SqliteReminders(str(path) if path else location)
