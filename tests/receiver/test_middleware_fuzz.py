@@ -1,4 +1,4 @@
-"""Hostile input at the ASGI level: fuzzed headers never give a 5xx; the body cap holds mid-stream."""
+"""Hostile input at the ASGI level: fuzzed headers never get a 5xx; the cap holds mid-stream."""
 
 from __future__ import annotations
 
