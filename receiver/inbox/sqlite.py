@@ -53,7 +53,7 @@ from receiver.inbox.contract import (
 )
 from receiver.inbox.sqlite_schema import apply_migrations
 
-__all__ = ["MAX_BATCH", "SqliteInbox"]
+__all__ = ["MAX_BATCH", "GroupCommitStats", "SqliteInbox"]
 
 T = TypeVar("T")
 
@@ -96,6 +96,19 @@ def _record(row: tuple[Any, ...]) -> InboxRecord:
         created_at=_at(row[7]),
         committed_at=_from_us(row[8]),
     )
+
+
+@dataclass(frozen=True)
+class GroupCommitStats:
+    """How well group commit is batching: transactions committed and jobs they carried."""
+
+    batches: int
+    jobs: int
+    failed_batches: int
+
+    @property
+    def jobs_per_batch(self) -> float:
+        return self.jobs / self.batches if self.batches else 0.0
 
 
 class _WorkFailed(Exception):
@@ -161,6 +174,9 @@ class SqliteInbox(Inbox):
         self._lock = threading.Lock()
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
+        self._batches = 0
+        self._jobs = 0
+        self._failed_batches = 0
         self._writer = threading.Thread(
             target=self._writer_loop, name=f"hookproof-inbox-writer:{self.path}", daemon=True
         )
@@ -325,6 +341,11 @@ class SqliteInbox(Inbox):
         elif self._closing is not None and not self._closing.done():
             await asyncio.shield(self._closing)
 
+    @property
+    def stats(self) -> GroupCommitStats:
+        """Counters of the writer so far (read without locking; exact once the inbox is idle)."""
+        return GroupCommitStats(self._batches, self._jobs, self._failed_batches)
+
     # -- the writer ---------------------------------------------------------------------------
 
     def _check_open(self) -> None:
@@ -387,12 +408,15 @@ class SqliteInbox(Inbox):
                 conn.execute("RELEASE job")
                 results.append((True, value))
             conn.execute("COMMIT")
+            self._batches += 1
+            self._jobs += len(batch)
         except BaseException as error:
             try:
                 if conn.in_transaction:
                     conn.execute("ROLLBACK")
             except sqlite3.Error:
                 pass
+            self._failed_batches += 1
             reason = f"the SQLite inbox could not commit: {error}"
             return [(False, InboxUnavailable(reason)) for _ in batch]
         return results

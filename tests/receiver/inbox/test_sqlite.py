@@ -1,0 +1,401 @@
+"""SQLite specifics: durability across reopen, group commit, concurrency, leases, retention,
+transactional mode, failures (bad files, a full disk) and shutdown."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
+from receiver.inbox import ClaimOutcome, RecordState, SqliteInbox
+from tests.receiver.inbox.backends import FakeClock, WorkFailure, failing
+
+pytestmark = pytest.mark.anyio
+LEASE = timedelta(seconds=30)
+
+
+@pytest.fixture
+def clock() -> FakeClock:
+    return FakeClock()
+
+
+@pytest.fixture
+def path(tmp_path: Path) -> Path:
+    return tmp_path / "inbox.db"
+
+
+@pytest.fixture
+async def inbox(path: Path, clock: FakeClock) -> AsyncIterator[SqliteInbox]:
+    opened = SqliteInbox(path, lease=LEASE, clock=clock)
+    _create_effects_table(path)
+    try:
+        yield opened
+    finally:
+        await opened.close()
+
+
+def _create_effects_table(path: Path) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE TABLE IF NOT EXISTS effects (tag TEXT NOT NULL)")
+    conn.close()
+
+
+def _effects(path: Path) -> list[str]:
+    conn = sqlite3.connect(path)
+    try:
+        return [tag for (tag,) in conn.execute("SELECT tag FROM effects ORDER BY tag")]
+    finally:
+        conn.close()
+
+
+def effect(tag: str) -> Callable[[sqlite3.Connection], None]:
+    def record(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO effects (tag) VALUES (?)", (tag,))
+
+    return record
+
+
+class Gate:
+    """A job that holds the writer thread (inside its batch's transaction) until opened."""
+
+    def __init__(self, inbox: SqliteInbox, then: Callable[[sqlite3.Connection], Any] = repr):
+        self.started = threading.Event()
+        self.opened = threading.Event()
+        self._then = then
+
+        def hold(conn: sqlite3.Connection) -> Any:
+            self.started.set()
+            assert self.opened.wait(10), "the test never opened the gate"
+            return self._then(conn)
+
+        self.task = asyncio.ensure_future(inbox._submit(hold))
+
+    async def wait_started(self) -> None:
+        await asyncio.to_thread(self.started.wait, 10)
+
+    async def open(self) -> None:
+        self.opened.set()
+        await self.task
+
+
+async def _until_queued(inbox: SqliteInbox, count: int) -> None:
+    """Let submitted tasks run until ``count`` jobs wait in the writer's queue (no time passes)."""
+    for _ in range(10_000):
+        if inbox._queue.qsize() >= count:
+            return
+        await asyncio.sleep(0)
+    raise AssertionError(f"{count} jobs never reached the queue")
+
+
+# -- durability and the file ----------------------------------------------------------------------
+
+
+async def test_records_and_effects_survive_close_and_reopen(path: Path, clock: FakeClock) -> None:
+    first = SqliteInbox(path, lease=LEASE, clock=clock)
+    _create_effects_table(path)
+    done = await first.claim("evt_done")
+    assert await first.commit("evt_done", done.token, 202, [effect("reminder sent")])
+    pending = await first.claim("evt_pending")
+    await first.close()
+
+    clock.advance(timedelta(seconds=5))
+    second = SqliteInbox(path, lease=LEASE, clock=clock)
+    try:
+        record = await second.lookup("evt_done")
+        assert record is not None
+        assert (record.state, record.status, record.effects, record.token) == (
+            RecordState.COMMITTED,
+            202,
+            1,
+            1,
+        )
+        assert await second.claim("evt_done") == _committed("evt_done", 202)
+        in_flight = await second.claim("evt_pending")
+        assert in_flight.outcome is ClaimOutcome.IN_FLIGHT
+        assert in_flight.retry_after == 25
+        assert await second.commit("evt_pending", pending.token, 200)
+    finally:
+        await second.close()
+    assert _effects(path) == ["reminder sent"]
+
+
+def _committed(event_id: str, status: int) -> Any:
+    from receiver.inbox import Claim
+
+    return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
+
+
+async def test_the_file_uses_wal_and_the_schema_is_recorded_once(path: Path) -> None:
+    for _ in range(2):
+        await SqliteInbox(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        assert conn.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+        names = [name for (name,) in conn.execute("SELECT name FROM _sqlite_migrations")]
+    finally:
+        conn.close()
+    assert names == ["0001_inbox", "0002_inbox_committed_index"]
+
+
+async def test_writes_are_synchronous_full(inbox: SqliteInbox) -> None:
+    assert inbox._write.execute("PRAGMA synchronous").fetchone() == (2,)  # 2 = FULL
+
+
+@pytest.mark.parametrize(
+    ("make", "expected"),
+    [
+        (lambda tmp: tmp / "missing-directory" / "inbox.db", "unable to open"),
+        (lambda tmp: tmp, "unable to open"),
+        (lambda tmp: _garbage(tmp / "not-a-database.db"), "not a database"),
+        (lambda tmp: ":memory:", "needs a file path"),
+        (lambda tmp: "", "needs a file path"),
+    ],
+)
+def test_an_unusable_location_is_a_configuration_error(
+    tmp_path: Path, make: Callable[[Path], Any], expected: str
+) -> None:
+    with pytest.raises(ConfigurationError, match=expected):
+        SqliteInbox(make(tmp_path))
+
+
+def _garbage(path: Path) -> Path:
+    path.write_bytes(b"this is not SQLite, just some bytes " * 200)
+    return path
+
+
+def test_a_non_positive_lease_is_a_configuration_error(path: Path) -> None:
+    with pytest.raises(ConfigurationError, match="lease"):
+        SqliteInbox(path, lease=timedelta(0))
+
+
+# -- claims, leases, retention --------------------------------------------------------------------
+
+
+async def test_many_concurrent_claims_of_one_event_give_exactly_one_claimed(
+    inbox: SqliteInbox,
+) -> None:
+    claims = await asyncio.gather(*(inbox.claim("evt_race") for _ in range(200)))
+    outcomes = [claim.outcome for claim in claims]
+    assert outcomes.count(ClaimOutcome.CLAIMED) == 1
+    assert outcomes.count(ClaimOutcome.IN_FLIGHT) == 199
+    record = await inbox.lookup("evt_race")
+    assert record is not None
+    assert record.deliveries == 200
+
+
+async def test_two_inboxes_on_one_file_serialise_claims(path: Path, clock: FakeClock) -> None:
+    left = SqliteInbox(path, lease=LEASE, clock=clock)
+    right = SqliteInbox(path, lease=LEASE, clock=clock)
+    try:
+        claims = await asyncio.gather(
+            *(inbox.claim("evt_shared") for _ in range(40) for inbox in (left, right))
+        )
+    finally:
+        await left.close()
+        await right.close()
+    assert [c.outcome for c in claims].count(ClaimOutcome.CLAIMED) == 1
+
+
+async def test_an_expired_lease_is_taken_over_and_the_stale_token_is_refused(
+    inbox: SqliteInbox, clock: FakeClock
+) -> None:
+    first = await inbox.claim("evt_crash")
+    clock.advance(LEASE - timedelta(microseconds=1))
+    waiting = await inbox.claim("evt_crash")
+    assert (waiting.outcome, waiting.retry_after) == (ClaimOutcome.IN_FLIGHT, 1)
+    clock.advance(timedelta(microseconds=1))
+    second = await inbox.claim("evt_crash")
+    assert (second.outcome, second.token, second.taken_over) == (ClaimOutcome.CLAIMED, 2, True)
+    assert not await inbox.commit("evt_crash", first.token, 200)
+    assert not await inbox.release("evt_crash", first.token)
+    assert await inbox.commit("evt_crash", second.token, 200)
+    record = await inbox.lookup("evt_crash")
+    assert record is not None
+    assert (record.effects, record.deliveries, record.token) == (1, 3, 2)
+
+
+async def test_a_released_claim_is_claimable_at_once(inbox: SqliteInbox) -> None:
+    first = await inbox.claim("evt_retry")
+    assert await inbox.release("evt_retry", first.token)
+    again = await inbox.claim("evt_retry")
+    assert (again.outcome, again.token, again.taken_over) == (ClaimOutcome.CLAIMED, 2, False)
+
+
+async def test_purge_removes_only_records_committed_before_the_cutoff(
+    inbox: SqliteInbox, clock: FakeClock
+) -> None:
+    for event_id in ("evt_old", "evt_cutoff", "evt_new"):
+        claim = await inbox.claim(event_id)
+        await inbox.commit(event_id, claim.token, 200)
+        if event_id == "evt_old":
+            clock.advance(timedelta(days=90))
+            cutoff = clock()
+        clock.advance(timedelta(microseconds=1))
+    await inbox.claim("evt_in_flight")
+    assert await inbox.purge(cutoff) == 1
+    assert await inbox.lookup("evt_old") is None
+    for kept in ("evt_cutoff", "evt_new", "evt_in_flight"):
+        assert await inbox.lookup(kept) is not None
+
+
+# -- transactional mode ---------------------------------------------------------------------------
+
+
+async def test_transactional_work_commits_with_the_record(inbox: SqliteInbox, path: Path) -> None:
+    claim = await inbox.claim("evt_tx")
+    assert await inbox.commit("evt_tx", claim.token, 200, [effect("a"), effect("b")])
+    assert _effects(path) == ["a", "b"]
+    stale = await inbox.commit("evt_tx", claim.token, 200, [effect("never")])
+    assert stale is False
+    assert _effects(path) == ["a", "b"]
+
+
+async def test_a_failing_work_leaves_no_trace_and_spares_its_batch(
+    inbox: SqliteInbox, path: Path
+) -> None:
+    tokens = {e: (await inbox.claim(e)).token for e in ("evt_ok1", "evt_bad", "evt_ok2")}
+    batches_before = inbox.stats.batches
+    gate = Gate(inbox)
+    await gate.wait_started()
+    commits = [
+        asyncio.ensure_future(inbox.commit("evt_ok1", tokens["evt_ok1"], 200, [effect("ok1")])),
+        asyncio.ensure_future(
+            inbox.commit(
+                "evt_bad", tokens["evt_bad"], 200, [effect("bad-1"), failing(effect("bad-2"))]
+            )
+        ),
+        asyncio.ensure_future(inbox.commit("evt_ok2", tokens["evt_ok2"], 200, [effect("ok2")])),
+    ]
+    await _until_queued(inbox, 3)
+    await gate.open()
+    ok1, bad, ok2 = await asyncio.gather(*commits, return_exceptions=True)
+    assert inbox.stats.batches == batches_before + 2, "the three commits shared one batch"
+    assert (ok1, ok2) == (True, True)
+    assert isinstance(bad, WorkFailure)
+    assert _effects(path) == ["ok1", "ok2"]
+    record = await inbox.lookup("evt_bad")
+    assert record is not None
+    assert (record.state, record.effects, record.token) == (RecordState.IN_FLIGHT, 0, 1)
+    assert await inbox.release("evt_bad", tokens["evt_bad"])
+
+
+async def test_async_work_is_refused_without_a_trace(inbox: SqliteInbox, path: Path) -> None:
+    claim = await inbox.claim("evt_async")
+
+    async def coroutine_work(conn: sqlite3.Connection) -> None:
+        conn.execute("INSERT INTO effects (tag) VALUES ('async')")
+
+    with pytest.raises(InboxError, match="plain function"):
+        await inbox.commit("evt_async", claim.token, 200, [effect("first"), coroutine_work])
+    assert _effects(path) == []
+    assert await inbox.commit("evt_async", claim.token, 200)
+
+
+async def test_a_work_that_ends_the_transaction_fails_its_batch(inbox: SqliteInbox) -> None:
+    claim = await inbox.claim("evt_rogue")
+
+    def rogue(conn: sqlite3.Connection) -> None:
+        conn.execute("ROLLBACK")
+
+    with pytest.raises(InboxUnavailable):
+        await inbox.commit("evt_rogue", claim.token, 200, [rogue])
+    assert (await inbox.claim("evt_after")).outcome is ClaimOutcome.CLAIMED
+
+
+# -- group commit ---------------------------------------------------------------------------------
+
+
+async def test_no_answer_before_its_batch_is_committed(inbox: SqliteInbox) -> None:
+    first_gate = Gate(inbox)
+    await first_gate.wait_started()
+    claim = asyncio.ensure_future(inbox.claim("evt_durable"))
+    await _until_queued(inbox, 1)
+    second_gate = Gate(inbox)  # queued behind the claim: the same batch
+    await _until_queued(inbox, 2)
+    first_gate.opened.set()
+    await second_gate.wait_started()  # the claim ran, its transaction is still open
+    await asyncio.sleep(0)
+    assert not claim.done()
+    assert await inbox.lookup("evt_durable") is None  # readers are not blocked, see no dirt
+    await second_gate.open()
+    assert (await claim).outcome is ClaimOutcome.CLAIMED
+    assert await inbox.lookup("evt_durable") is not None
+
+
+async def test_concurrent_pairs_share_transactions(inbox: SqliteInbox) -> None:
+    async def pair(number: int) -> bool:
+        claim = await inbox.claim(f"evt_{number}")
+        return await inbox.commit(claim.event_id, claim.token, 200)
+
+    before = inbox.stats
+    assert all(await asyncio.gather(*(pair(n) for n in range(300))))
+    after = inbox.stats
+    assert after.jobs - before.jobs == 600
+    assert after.batches - before.batches < 300, after
+
+
+async def test_a_full_disk_fails_every_job_of_the_batch_then_recovers(
+    inbox: SqliteInbox,
+) -> None:
+    def fill_up(conn: sqlite3.Connection) -> None:
+        (pages,) = conn.execute("PRAGMA page_count").fetchone()
+        conn.execute(f"PRAGMA max_page_count = {pages}")
+
+    gate = Gate(inbox, then=fill_up)
+    await gate.wait_started()
+    ids = [f"evt_{n:04d}_" + "x" * 200 for n in range(300)]
+    claims = [asyncio.ensure_future(inbox.claim(event_id)) for event_id in ids]
+    await _until_queued(inbox, len(ids))
+    await gate.open()
+    results = await asyncio.gather(*claims, return_exceptions=True)
+    assert all(isinstance(result, InboxUnavailable) for result in results), results[:3]
+    assert "full" in str(results[0])
+    assert inbox.stats.failed_batches == 1
+    for event_id in ids[:3]:
+        assert await inbox.lookup(event_id) is None
+
+    await inbox._submit(lambda conn: conn.execute("PRAGMA max_page_count = 1073741823"))
+    assert (await inbox.claim(ids[0])).outcome is ClaimOutcome.CLAIMED
+
+
+# -- shutdown -------------------------------------------------------------------------------------
+
+
+async def test_close_drains_pending_jobs_and_is_idempotent(path: Path) -> None:
+    inbox = SqliteInbox(path)
+    claims = [asyncio.ensure_future(inbox.claim(f"evt_{n}")) for n in range(50)]
+    await asyncio.sleep(0)
+    await asyncio.gather(inbox.close(), inbox.close())
+    assert all(c.result().outcome is ClaimOutcome.CLAIMED for c in claims)
+    await inbox.close()
+    assert not inbox._writer.is_alive()
+    with pytest.raises(InboxUnavailable, match="closed"):
+        await inbox.claim("evt_late")
+    with pytest.raises(InboxUnavailable, match="closed"):
+        await inbox.lookup("evt_0")
+    reopened = SqliteInbox(path)
+    try:
+        assert (await reopened.lookup("evt_49")) is not None
+    finally:
+        await reopened.close()
+
+
+async def test_the_event_loop_keeps_running_while_the_writer_is_busy(inbox: SqliteInbox) -> None:
+    gate = Gate(inbox)
+    await gate.wait_started()
+    claim = asyncio.ensure_future(inbox.claim("evt_busy"))
+    ticks = 0
+    for _ in range(100):
+        await asyncio.sleep(0)
+        ticks += 1
+    assert ticks == 100
+    assert not claim.done()
+    await gate.open()
+    assert (await claim).outcome is ClaimOutcome.CLAIMED
