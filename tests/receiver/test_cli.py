@@ -1,0 +1,127 @@
+"""``hookproof receiver``: bad input is one line and exit 2; a real process serves requests."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from conformance.cli import cli, main
+from receiver.signing import Secret, Verifier
+from tests.support.processes import LOOPBACK, ServerProcess, free_port, hookproof_argv
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+ROTATED = "whsec_c2VjcmV0LW9mLWFub3RoZXItc2VuZGVyIQ=="
+
+
+def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    assert main(argv) == 2
+    captured = capsys.readouterr()
+    lines = captured.err.strip().splitlines()
+    assert len(lines) == 1, captured.err
+    assert "Traceback" not in captured.err
+    assert captured.out == ""
+    return lines[0]
+
+
+@pytest.mark.parametrize(
+    ("arguments", "expected"),
+    [
+        ([], "at least one --secret"),
+        (["--secret", "whsec_!!!not-base64"], "base64"),
+        (["--secret", SECRET, "--scheme", "sha1"], "--scheme"),
+        (["--secret", SECRET, "--tolerance", "-1"], "--tolerance"),
+        (["--secret", SECRET, "--port", "70000"], "--port"),
+        (["--secret", SECRET, "--max-body", "0"], "--max-body"),
+        (["--secret", SECRET, "--path", "webhooks", "--db", ":memory:"], "must start with '/'"),
+        (["--secret", SECRET, "--bogus"], "--bogus"),
+        (["--secret", SECRET, "--db", "/nonexistent-dir/x/inbox.sqlite"], "inbox"),
+        (
+            ["--secret", SECRET, "--db", "postgresql://user:hunter2@127.0.0.1:1/none"],
+            "PostgreSQL",
+        ),
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(
+    arguments: list[str], expected: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    line = _one_line_exit_2(["receiver", *arguments], capsys)
+    assert expected.lower() in line.lower()
+    assert "hunter2" not in line
+    assert "!!!not-base64" not in line
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        line = _one_line_exit_2(
+            ["receiver", "--secret", SECRET, "--db", ":memory:", "--port", str(port)], capsys
+        )
+    assert "cannot listen" in line
+
+
+def test_help_names_every_option() -> None:
+    result = CliRunner().invoke(cli, ["receiver", "--help"])
+    assert result.exit_code == 0
+    for option in (
+        "--host",
+        "--port",
+        "--secret",
+        "--db",
+        "--path",
+        "--probe-token",
+        "--probe-prefix",
+        "--tolerance",
+        "--scheme",
+        "--max-body",
+        "--lease",
+        "--transactional",
+    ):
+        assert option in result.output
+
+
+@pytest.mark.subprocess
+def test_a_real_receiver_process_serves_signed_requests(tmp_path: Path) -> None:
+    port = free_port()
+    argv = hookproof_argv(
+        "receiver",
+        "--port",
+        str(port),
+        "--db",
+        str(tmp_path / "inbox.sqlite"),
+        "--probe-token",
+        "t",
+    )
+    with ServerProcess.start(
+        argv,
+        env={"HOOKPROOF_SECRET": f"{SECRET} {ROTATED}"},
+        ready_url=f"http://{LOOPBACK}:{port}/healthz",
+    ) as process:
+        body = json.dumps({"type": "renewal.reminder_due", "data": {"renewal_id": "r1"}}).encode()
+        # Signed with the second (rotated) secret only: both configured secrets are active.
+        headers = Verifier([Secret(ROTATED)]).sign(
+            body, event_id="evt_cli", timestamp=int(time.time())
+        )
+        url = f"{process.base_url}/webhooks"
+        first = httpx.post(url, content=body, headers=headers)
+        again = httpx.post(url, content=body, headers=headers)
+        probe = httpx.get(
+            f"{process.base_url}/_hookproof/events/evt_cli", headers={"authorization": "Bearer t"}
+        )
+        assert first.status_code == 200, process.output()
+        assert again.json() == {"event_id": "evt_cli", "duplicate": True, "status": 200}
+        assert probe.json()["effects"] == 1
+        # uvicorn shuts down gracefully, then re-raises SIGTERM: -15 is a clean stop.
+        assert process.stop() in (0, -15)
+        output = process.output()
+    assert "Application shutdown complete" in output
+    assert f"listening on http://{LOOPBACK}:{port}/webhooks" in output
+    assert SECRET not in output
+    assert ROTATED not in output
