@@ -76,6 +76,7 @@ from receiver.inbox.postgres_schema import INBOX_TABLE, migrate
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
+    from psycopg.sql import Composed
     from psycopg_pool import AsyncConnectionPool
 
 __all__ = ["PostgresInbox", "PostgresLocation", "parse_location"]
@@ -125,7 +126,13 @@ WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
 RETURNING event_id
 """
 _LOOKUP_SQL = f"SELECT {_COLUMNS} FROM {{table}} WHERE event_id = %(event_id)s"
-_PURGE_SQL = "DELETE FROM {table} WHERE committed_at IS NOT NULL AND committed_at < %(cutoff)s"
+_PURGE_SQL = """
+WITH purged AS (
+    DELETE FROM {table} WHERE committed_at IS NOT NULL AND committed_at < %(cutoff)s
+    RETURNING 1
+)
+SELECT count(*) FROM purged
+"""
 
 
 @dataclass(frozen=True)
@@ -305,7 +312,7 @@ class PostgresInbox(Inbox):
         now = self._clock()
         params = {"event_id": event_id, "now": now, "expires": now + self.lease}
         async with self._connection() as conn:
-            row = await (await conn.execute(self._claim_sql, params)).fetchone()
+            row = await self._fetchone(conn, self._claim_sql, params)
         if row is None:  # pragma: no cover - INSERT … RETURNING always returns the row
             raise InboxError(f"claiming {event_id!r} returned nothing")
         last_claim, token, status, lease_expires_at = row
@@ -332,7 +339,7 @@ class PostgresInbox(Inbox):
         async with self._connection() as conn:
             try:
                 async with conn.transaction():
-                    row = await (await conn.execute(self._commit_sql, params)).fetchone()
+                    row = await self._fetchone(conn, self._commit_sql, params)
                     if row is None:
                         raise _StaleToken
                     for item in work:
@@ -346,12 +353,12 @@ class PostgresInbox(Inbox):
     async def release(self, event_id: str, token: int) -> bool:
         params = {"event_id": event_id, "token": token}
         async with self._connection() as conn:
-            row = await (await conn.execute(self._release_sql, params)).fetchone()
+            row = await self._fetchone(conn, self._release_sql, params)
         return row is not None
 
     async def lookup(self, event_id: str) -> InboxRecord | None:
         async with self._connection() as conn:
-            row = await (await conn.execute(self._lookup_sql, {"event_id": event_id})).fetchone()
+            row = await self._fetchone(conn, self._lookup_sql, {"event_id": event_id})
         if row is None:
             return None
         (
@@ -379,10 +386,11 @@ class PostgresInbox(Inbox):
 
     async def purge(self, committed_before: datetime) -> int:
         if committed_before.tzinfo is None:
-            raise ValueError("committed_before must be a timezone-aware datetime")
+            raise InboxError("purge needs a timezone-aware cutoff")
         async with self._connection() as conn:
-            cursor = await conn.execute(self._purge_sql, {"cutoff": committed_before})
-            return max(cursor.rowcount, 0)
+            row = await self._fetchone(conn, self._purge_sql, {"cutoff": committed_before})
+        assert row is not None
+        return int(row[0])
 
     async def close(self) -> None:
         if self._closed:
@@ -399,7 +407,7 @@ class PostgresInbox(Inbox):
         import psycopg
 
         if self._closed:
-            raise InboxError("the PostgreSQL inbox is closed")
+            raise InboxUnavailable("the PostgreSQL inbox is closed")
         try:
             async with self._pool.connection() as conn:
                 yield conn
@@ -409,13 +417,24 @@ class PostgresInbox(Inbox):
                 f"the PostgreSQL inbox at {self._location.display} is unavailable: "
                 f"{_reason(exc, self._location)}"
             ) from exc
-        except psycopg.DatabaseError as exc:
-            if isinstance(exc, psycopg.errors.UndefinedTable):
-                raise InboxError(
-                    f"the inbox table is missing from schema {self._location.schema!r} at "
-                    f"{self._location.display}; restart the receiver to recreate it"
-                ) from exc
+
+    async def _fetchone(
+        self, conn: AsyncConnection[Any], query: Composed, params: dict[str, Any]
+    ) -> tuple[Any, ...] | None:
+        """Run one of the inbox's own statements; its non-connection errors become InboxError."""
+        import psycopg
+
+        try:
+            cursor = await conn.execute(query, params)
+            row: tuple[Any, ...] | None = await cursor.fetchone()
+        except psycopg.OperationalError:
             raise
+        except psycopg.Error as exc:
+            raise InboxError(
+                f"the PostgreSQL inbox in schema {self._location.schema!r} at "
+                f"{self._location.display} failed: {_reason(exc, self._location)}"
+            ) from exc
+        return row
 
     def _recheck_pool(self) -> None:
         """After a failure, test every idle connection in the background and replace dead ones."""
