@@ -102,7 +102,9 @@ class ServerProcess:
                 wait_until_answers(ready_url, timeout=timeout, alive=popen)
             except Exception as error:
                 process.kill()
-                raise RuntimeError(f"{error}; output:\n{process.output()}") from error
+                output = process.output()
+                process.close()
+                raise RuntimeError(f"{error}; output:\n{output}") from error
         return process
 
     @property
@@ -131,6 +133,12 @@ class ServerProcess:
                 self.kill()
         return int(self.popen.wait())
 
+    def close(self) -> None:
+        """Kill the process if it still runs and drop its captured output."""
+        if self.popen.poll() is None:
+            self.kill()
+        self._log.close()
+
     def __enter__(self) -> ServerProcess:
         return self
 
@@ -141,7 +149,7 @@ class ServerProcess:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
-        self._log.close()
+        self.close()
 
 
 def repository_root() -> Path:
