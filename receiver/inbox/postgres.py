@@ -509,8 +509,7 @@ def _first_line(exc: BaseException) -> str:
 
 def _reason(exc: BaseException, location: PostgresLocation) -> str:
     """The error's gist on one line, with the password (if any) scrubbed out."""
-    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
-    text = " ".join(lines) if lines else type(exc).__name__
+    text = " ".join(str(exc).split()) or type(exc).__name__
     if location.password:
         text = text.replace(location.password, "***")
     return text
