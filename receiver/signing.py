@@ -116,7 +116,7 @@ def _parse_json(body: bytes) -> Any:
         return json.loads(body.decode("utf-8"))
     except UnicodeDecodeError:
         raise InvalidPayload("the body is not UTF-8") from None
-    except (json.JSONDecodeError, RecursionError):
+    except (ValueError, RecursionError):  # JSONDecodeError, or an integer beyond int_max_str_digits
         raise InvalidPayload("the body is not JSON") from None
 
 
@@ -127,10 +127,10 @@ def _header(headers: Mapping[str, str], name: str) -> str:
     return value
 
 
-def _parse_timestamp(raw: str, header: str) -> int:
+def _parse_timestamp(raw: str, where: str) -> int:
     """Strict integer seconds: ASCII digits only (no sign, space, dot, underscore or exponent)."""
     if not (0 < len(raw) <= _MAX_TIMESTAMP_DIGITS and raw.isascii() and raw.isdigit()):
-        raise MalformedHeader(f"the '{header}' header must be integer Unix seconds")
+        raise MalformedHeader(f"{where} must be integer Unix seconds")
     return int(raw)
 
 
@@ -250,7 +250,7 @@ class StandardWebhooks:
         event_id = _check_event_id(_header(headers, self.id_header), "'webhook-id'")
         raw_ts = _header(headers, self.timestamp_header)
         header = _header(headers, self.signature_header)
-        timestamp = _parse_timestamp(raw_ts, self.timestamp_header)
+        timestamp = _parse_timestamp(raw_ts, "the 'webhook-timestamp' header")
         if len(header) > _MAX_SIGNATURE_HEADER:
             raise MalformedHeader("the 'webhook-signature' header is too long")
         candidates: list[bytes] = []
@@ -312,7 +312,7 @@ class StripeStyle:
         raw_ts = [value for name, eq, value in pairs if eq and name == "t"]
         if len(raw_ts) != 1:
             raise MalformedHeader("the 'stripe-signature' header must hold exactly one 't='")
-        timestamp = _parse_timestamp(raw_ts[0], "stripe-signature' t")
+        timestamp = _parse_timestamp(raw_ts[0], "the 't=' of the 'stripe-signature' header")
         candidates = _hex_candidates(v for n, eq, v in pairs if eq and n == "v1")
         _check_window(timestamp, now, tolerance)
         index = _match(keys, b"%s.%s" % (raw_ts[0].encode("ascii"), body), candidates)
