@@ -1,0 +1,184 @@
+"""The idempotency family: however often, however concurrently and however late one event is
+delivered, the receiver applies it once and answers every copy with its stored result.
+
+Steps are the sender's (publish, attempt, lease expiry, redrive): under R and C each becomes the
+signed request the receiver would see; under S the sender simulator performs them against a
+scripted receiver, and the sender-side expectations say what it must have put on the wire.
+"""
+
+from __future__ import annotations
+
+from conformance.model import Harness, Scenario, Side, Severity, expect, step
+
+__all__ = ["SCENARIOS"]
+
+SRC = frozenset({Harness.S, Harness.R, Harness.C})
+ONCE = expect("effects", "the probe shows exactly 1 effect", event="a", equals=1)
+SAME_BYTES = expect(
+    "same_event_on_wire",
+    "every request for the event carried the same event id and body bytes",
+    side=Side.SENDER,
+    event="a",
+)
+FRESH = expect(
+    "fresh_signatures",
+    "every request for the event was signed afresh (new timestamp or signature)",
+    side=Side.SENDER,
+    event="a",
+)
+
+SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        id="idempotency.sequential-duplicate",
+        title="Sequential duplicate with a fresh signature",
+        guarantee="A second delivery of a committed event, freshly signed, is answered 2xx with "
+        "the stored result and applied no second time.",
+        severity=Severity.MUST,
+        tags=SRC,
+        steps=(
+            step("publish", event="a"),
+            step("attempt", event="a", label="first", fault="lost_response"),
+            step("advance", seconds=60),
+            step("attempt", event="a", label="duplicate"),
+        ),
+        expectations=(
+            expect("status", "both answers are 2xx", label="first", allowed=("2xx",)),
+            expect("status", "the duplicate is 2xx (not 409)", label="duplicate", allowed=("2xx",)),
+            ONCE,
+            SAME_BYTES,
+            FRESH,
+            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
+                   state="delivered"),
+        ),
+    ),
+    Scenario(
+        id="idempotency.crash-after-send",
+        title="Crash after send: lease expires, a second worker resends",
+        guarantee="When the sender's worker dies after sending (no ack), the copy a second "
+        "worker sends after the lease expires is answered 2xx and applied no second time.",
+        severity=Severity.MUST,
+        tags=SRC,
+        steps=(
+            step("publish", event="a"),
+            step("attempt", event="a", label="first", fault="crash_after_send"),
+            step("expire_lease", event="a"),
+            step("attempt", event="a", label="resend", worker="worker-2"),
+        ),
+        expectations=(
+            expect("status", "the first copy is 2xx", label="first", allowed=("2xx",)),
+            expect("status", "the resent copy is 2xx", label="resend", allowed=("2xx",)),
+            ONCE,
+            SAME_BYTES,
+            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
+                   state="delivered"),
+            expect("stale_ack_recorded", "the crashed worker's attempt is in the ledger",
+                   side=Side.SENDER, event="a"),
+        ),
+    ),
+    Scenario(
+        id="idempotency.concurrent-duplicates",
+        title="Concurrent duplicates",
+        guarantee="N copies of one event arriving at once are each answered 2xx or 503 "
+        "(in flight) and applied exactly once.",
+        severity=Severity.MUST,
+        tags=SRC,
+        steps=(
+            step("publish", event="a"),
+            step("attempt_concurrently", event="a", label="copies"),
+        ),
+        expectations=(
+            expect("status", "every copy is 2xx or 503", label="copies",
+                   allowed=("2xx", "503")),
+            expect("status_some", "at least one copy is 2xx", label="copies", allowed=("2xx",)),
+            ONCE,
+            SAME_BYTES,
+        ),
+    ),
+    Scenario(
+        id="idempotency.in-flight-duplicate",
+        title="Duplicate while the first copy is in flight",
+        guarantee="A copy that arrives while another is being processed is answered 2xx or 503 "
+        "with Retry-After (never 409, 429 or 500), and the event is not stuck afterwards.",
+        severity=Severity.MUST,
+        tags=frozenset({Harness.R, Harness.C}),
+        steps=(
+            step("attempt_concurrently", event="a", label="copies", copies=2),
+            step("attempt", event="a", label="after"),
+        ),
+        expectations=(
+            expect("status", "every copy is 2xx or 503 with Retry-After", label="copies",
+                   allowed=("2xx", "503+retry-after")),
+            expect("status", "a later copy is 2xx", label="after", allowed=("2xx",)),
+            ONCE,
+        ),
+    ),
+    Scenario(
+        id="idempotency.redrive-duplicate",
+        title="Duplicate after a redrive hours later",
+        guarantee="A redrive of an event the receiver already applied, hours later and freshly "
+        "signed, is answered 2xx (already applied) and applied no second time.",
+        severity=Severity.MUST,
+        tags=SRC,
+        steps=(
+            step("publish", event="a"),
+            step("attempt", event="a", label="first", fault="lost_response"),
+            step("dead_letter", event="a"),
+            step("advance", seconds=6 * 3600),
+            step("redrive", event="a", label="redrive"),
+        ),
+        expectations=(
+            expect("status", "the redriven copy is 2xx", label="redrive", allowed=("2xx",)),
+            ONCE,
+            SAME_BYTES,
+            FRESH,
+            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
+                   state="delivered"),
+        ),
+    ),
+    Scenario(
+        id="idempotency.double-redrive",
+        title="Double redrive",
+        guarantee="Two operators redriving the same dead letter at once enqueue it once; "
+        "any copies that still arrive are applied once.",
+        severity=Severity.MUST,
+        tags=SRC,
+        steps=(
+            step("publish", event="a"),
+            step("attempt", event="a", label="first", fault="lost_response"),
+            step("dead_letter", event="a"),
+            step("redrive", event="a", label="redrive", operators=2),
+        ),
+        expectations=(
+            expect("status", "every redriven copy is 2xx or 503", label="redrive",
+                   allowed=("2xx", "503")),
+            expect("status_some", "at least one redriven copy is 2xx", label="redrive",
+                   allowed=("2xx",)),
+            ONCE,
+            expect("redrive_once", "exactly one of the two redrives is accepted",
+                   side=Side.SENDER, event="a"),
+        ),
+    ),
+    Scenario(
+        id="idempotency.distinct-same-body",
+        title="Two distinct events with identical bodies",
+        guarantee="Deduplication is by event id, not by body: two events with identical payloads "
+        "are both applied.",
+        severity=Severity.MUST,
+        tags=SRC,
+        steps=(
+            step("publish", event="a"),
+            step("publish", event="b", same_body_as="a"),
+            step("attempt", event="a", label="first"),
+            step("attempt", event="b", label="second"),
+        ),
+        expectations=(
+            expect("status", "the first event is 2xx", label="first", allowed=("2xx",)),
+            expect("status", "the second event is 2xx", label="second", allowed=("2xx",)),
+            ONCE,
+            expect("effects", "the probe shows 1 effect for the second event too", event="b",
+                   equals=1),
+            expect("sender_state", "both events end delivered", side=Side.SENDER, event="b",
+                   state="delivered"),
+        ),
+    ),
+)

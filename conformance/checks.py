@@ -1,0 +1,214 @@
+"""The receiver-side check catalogue: each expectation's ``check`` name maps to one function here.
+
+A check reads a scenario's exchanges (and, for effects, the probe) and returns ``None`` when the
+expectation holds, a :class:`~conformance.results.Failure` — expected, observed, reproduction —
+when it is broken, or :class:`Unjudged` when it cannot be observed (no probe: judged by status
+codes only). Checks never send a webhook; they only read evidence.
+"""
+
+from __future__ import annotations
+
+import base64
+import hmac
+import math
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+
+from conformance.exchange import Exchange
+from conformance.model import Expectation
+from conformance.results import Failure
+from conformance.wire_harness import WireRun
+
+__all__ = ["RECEIVER_CHECKS", "Unjudged", "status_matches"]
+
+
+@dataclass(frozen=True)
+class Unjudged:
+    """The expectation could not be observed in this run, and why."""
+
+    reason: str
+
+
+Verdict = Failure | Unjudged | None
+CheckFn = Callable[[WireRun, Expectation], Awaitable[Verdict]]
+RECEIVER_CHECKS: dict[str, CheckFn] = {}
+"""Receiver-side checks by name."""
+
+
+def check(name: str) -> Callable[[CheckFn], CheckFn]:
+    def register(fn: CheckFn) -> CheckFn:
+        RECEIVER_CHECKS[name] = fn
+        return fn
+
+    return register
+
+
+def status_matches(exchange: Exchange, pattern: str) -> bool:
+    """``2xx``/``4xx`` (a class), ``401`` (exact), ``503+retry-after`` (503 with the header)."""
+    status = exchange.status
+    if status is None:
+        return False
+    code, plus, requirement = pattern.partition("+")
+    if plus and requirement == "retry-after" and "retry-after" not in exchange.headers:
+        return False
+    if code.endswith("xx"):
+        return status // 100 == int(code[0])
+    return status == int(code)
+
+
+def _labelled(run: WireRun, expectation: Expectation) -> list[Exchange]:
+    return run.exchanges.get(expectation.args["label"], [])
+
+
+def _failure(run: WireRun, expectation: Expectation, exchanges: Iterable[Exchange],
+             observed: str | None = None, expected: str | None = None) -> Failure:
+    shown = list(exchanges)
+    sensitive = run.redactions()
+    observed_text = observed or "; ".join(e.describe(sensitive) for e in shown)
+    reproduce = "\n".join(run.curl(e.request) for e in shown)
+    return Failure(expected or expectation.describe(), observed_text, reproduce)
+
+
+def _allowed(expectation: Expectation) -> tuple[str, ...]:
+    return tuple(expectation.args["allowed"])
+
+
+@check("status")
+async def _status(run: WireRun, expectation: Expectation) -> Verdict:
+    """Every answer to the labelled requests matches one of the allowed patterns."""
+    exchanges = _labelled(run, expectation)
+    allowed = _allowed(expectation)
+    bad = [e for e in exchanges if not any(status_matches(e, p) for p in allowed)]
+    if not exchanges:
+        return Failure(expectation.describe(), "no request was sent", "")
+    if bad:
+        count = f"{len(bad)} of {len(exchanges)} answers: " if len(exchanges) > 1 else ""
+        first = bad[0]
+        return _failure(
+            run, expectation, [first],
+            observed=count + first.describe(run.redactions()),
+            expected=f"{expectation.describe()} (allowed: {', '.join(allowed)})",
+        )
+    return None
+
+
+@check("status_some")
+async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
+    """At least one answer to the labelled requests matches an allowed pattern."""
+    exchanges = _labelled(run, expectation)
+    allowed = _allowed(expectation)
+    if any(status_matches(e, p) for e in exchanges for p in allowed):
+        return None
+    return _failure(run, expectation, exchanges[:3])
+
+
+async def _probe_failure(run: WireRun, expectation: Expectation, event_label: str,
+                         observed: str) -> Failure:
+    event = run.events[event_label]
+    sent = [e for group in run.exchanges.values() for e in group if e.event_id == event.event_id]
+    assert run.options.probe is not None
+    lines = [run.curl(e.request) for e in sent]
+    lines.append(run.options.probe.curl(event.event_id, show_secrets=run.options.show_secrets))
+    return Failure(expectation.describe(), observed, "\n".join(lines))
+
+
+@check("effects")
+async def _effects(run: WireRun, expectation: Expectation) -> Verdict:
+    """The probe shows exactly ``equals`` effects for the event."""
+    probe = run.options.probe
+    if probe is None:
+        return Unjudged("no probe: effects not observed, judged by status codes only")
+    label = expectation.args["event"]
+    event = run.events.get(label)
+    if event is None:
+        return Failure(expectation.describe(), f"event {label!r} was never sent", "")
+    snapshot = await probe.read(run.client, event.event_id, run.options.timeout)
+    if snapshot.effects != int(expectation.args["equals"]):
+        return await _probe_failure(run, expectation, label, snapshot.describe())
+    return None
+
+
+@check("committed")
+async def _committed(run: WireRun, expectation: Expectation) -> Verdict:
+    """Right after a 2xx, the probe shows the event committed with at least one effect."""
+    probe = run.options.probe
+    if probe is None:
+        return Unjudged("no probe: commit not observed")
+    label = expectation.args["event"]
+    snapshot = await probe.read(run.client, run.events[label].event_id, run.options.timeout)
+    if snapshot.status != "committed" or snapshot.effects < 1:
+        return await _probe_failure(run, expectation, label, snapshot.describe())
+    return None
+
+
+@check("latency")
+async def _latency(run: WireRun, expectation: Expectation) -> Verdict:
+    """The ``quantile`` of the labelled latencies (no answer counts as infinite) is under the
+    timeout."""
+    exchanges = _labelled(run, expectation)
+    if not exchanges:
+        return Failure(expectation.describe(), "no request was sent", "")
+    latencies = sorted(e.latency_s if e.answered else math.inf for e in exchanges)
+    quantile = float(expectation.args.get("quantile", 0.99))
+    index = min(len(latencies) - 1, math.ceil(quantile * len(latencies)) - 1)
+    observed = latencies[index]
+    timeout = run.options.timeout
+    if observed < timeout:
+        return None
+    slowest = max(exchanges, key=lambda e: e.latency_s if e.answered else math.inf)
+    shown = "no answer" if math.isinf(observed) else f"{observed * 1000:.0f} ms"
+    return _failure(
+        run, expectation, [slowest],
+        observed=f"p{quantile * 100:g} over {len(exchanges)} deliveries: {shown}",
+        expected=f"{expectation.describe()} ({timeout:g} s)",
+    )
+
+
+@check("problem_json")
+async def _problem_json(run: WireRun, expectation: Expectation) -> Verdict:
+    """Every 4xx answer is ``application/problem+json``."""
+    for exchange in _labelled(run, expectation):
+        if exchange.status is not None and 400 <= exchange.status < 500:
+            media = exchange.headers.get("content-type", "").split(";")[0].strip().lower()
+            if media != "application/problem+json":
+                return _failure(
+                    run, expectation, [exchange],
+                    observed=f"{exchange.status} with content-type {media or '(none)'!r}",
+                )
+    return None
+
+
+def _leak_candidates(run: WireRun, exchange: Exchange) -> set[str]:
+    """The secrets, the signatures sent, and the signatures a receiver would compute."""
+    scheme = run.options.scheme
+    found: set[str] = set()
+    for secret in scheme.secrets:
+        found.add(secret.value)
+        key = scheme.scheme.key(secret)
+        found.add(base64.b64encode(key).decode())
+        request = exchange.request
+        event_id = (request.header("webhook-id") or request.header("x-github-delivery") or b"")
+        stamp = request.header("webhook-timestamp") or b""
+        for signed in (
+            event_id + b"." + stamp + b"." + request.body,
+            stamp + b"." + request.body,
+            request.body,
+        ):
+            digest = hmac.digest(key, signed, "sha256")
+            found.update({base64.b64encode(digest).decode(), digest.hex()})
+    found.update(run.sensitive)
+    return {value for value in found if len(value) >= 8}
+
+
+@check("no_leak")
+async def _no_leak(run: WireRun, expectation: Expectation) -> Verdict:
+    """No answer body or header contains a secret or a signature (sent or expected)."""
+    for exchange in _labelled(run, expectation):
+        text = exchange.body + " " + " ".join(exchange.headers.values())
+        if any(candidate in text for candidate in _leak_candidates(run, exchange)):
+            return _failure(
+                run, expectation, [exchange],
+                observed=f"{exchange.status}: the answer contains a secret or a signature "
+                "(not shown)",
+            )
+    return None

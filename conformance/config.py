@@ -1,0 +1,187 @@
+"""The runner's settings: defaults, then the config file, then command-line flags.
+
+The file is ``hookproof.toml`` (keys at the top level or in a ``[check]`` table) or the
+``[tool.hookproof]`` table of ``pyproject.toml`` (or its ``check`` sub-table), read with
+``tomllib``. String values may reference the environment as ``${NAME}`` or ``${NAME:-default}``
+so that secrets stay out of files. Every problem — an unreadable file, bad TOML, an unknown key,
+a wrong type, an unset variable — is one :class:`~conformance.exceptions.ConfigError` line.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from conformance.exceptions import ConfigError, UsageError
+
+__all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]
+
+_ENV = re.compile(r"\$\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?::-(?P<default>[^}]*))?\}")
+
+
+@dataclass(frozen=True)
+class CheckSettings:
+    """Everything ``hookproof check`` (and the pytest plugin) can be told."""
+
+    url: str | None = None
+    secrets: tuple[str, ...] = ()
+    scheme: str = "standard"
+    probe: str | None = None
+    probe_token: str | None = None
+    select: tuple[str, ...] = ()
+    deselect: tuple[str, ...] = ()
+    timeout: float = 5.0
+    concurrency: int = 8
+    rate_limit: float | None = None
+    wait_for_endpoint: float = 0.0
+    seed: int | None = None
+    event_template: str | None = None
+    tolerance: int = 300
+    margin: int = 10
+    samples: int = 20
+    show_secrets: bool = False
+    json: str | None = None
+    junit: str | None = None
+
+    def __repr__(self) -> str:  # secrets never appear in a repr
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["secrets"] = ("***",) * len(self.secrets)
+        shown["probe_token"] = "***" if self.probe_token else None
+        return "CheckSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
+
+    def merged(self, overrides: Mapping[str, Any]) -> CheckSettings:
+        """These settings with every override that is not ``None`` (or an empty tuple) applied."""
+        given = {k: v for k, v in overrides.items() if v is not None and v != ()}
+        return replace(self, **given)
+
+    def validate(self) -> CheckSettings:
+        if not self.url:
+            raise UsageError("no endpoint URL: pass it as 'hookproof check URL' or 'url' in the config")
+        if not self.url.startswith(("http://", "https://")):
+            raise UsageError(f"the endpoint URL must start with http:// or https://, got {self.url!r}")
+        if not self.secrets:
+            raise UsageError("no secret: pass --secret (repeatable) or 'secret' in the config")
+        if self.scheme not in ("standard", "stripe", "github"):
+            raise UsageError(f"unknown scheme {self.scheme!r}; choose standard, stripe or github")
+        if bool(self.probe) != bool(self.probe_token):
+            raise UsageError("--probe and --probe-token go together")
+        if self.timeout <= 0:
+            raise UsageError("--timeout must be positive")
+        if self.concurrency < 2:
+            raise UsageError("--concurrency must be at least 2 (it sends concurrent duplicates)")
+        if self.rate_limit is not None and self.rate_limit <= 0:
+            raise UsageError("--rate-limit must be positive")
+        if self.tolerance < 0 or self.margin <= 0 or self.samples < 1:
+            raise UsageError("tolerance, margin and samples must be positive")
+        if self.wait_for_endpoint < 0:
+            raise UsageError("--wait-for-endpoint must not be negative")
+        return self
+
+
+_TYPES: dict[str, type | tuple[type, ...]] = {
+    "url": str, "scheme": str, "probe": str, "probe_token": str, "event_template": str,
+    "json": str, "junit": str, "timeout": (int, float), "rate_limit": (int, float),
+    "wait_for_endpoint": (int, float), "concurrency": int, "seed": int, "tolerance": int,
+    "margin": int, "samples": int,
+}
+_LISTS = {"select", "deselect", "secret", "secrets"}
+
+
+def substitute_env(value: str, key: str, environ: Mapping[str, str]) -> str:
+    """Replace ``${NAME}`` / ``${NAME:-default}`` in ``value`` from ``environ``."""
+
+    def lookup(match: re.Match[str]) -> str:
+        name = match["name"]
+        if name in environ:
+            return environ[name]
+        if match["default"] is not None:
+            return match["default"]
+        raise ConfigError(f"config key {key!r} references ${{{name}}}, which is not set")
+
+    return _ENV.sub(lookup, value)
+
+
+def find_config(explicit: str | None, cwd: Path | None = None) -> tuple[Path, bool] | None:
+    """The config file to read and whether it is a pyproject: the explicit one, else
+    ``hookproof.toml``, else a ``pyproject.toml`` with ``[tool.hookproof]``."""
+    if explicit:
+        path = Path(explicit)
+        if not path.is_file():
+            raise ConfigError(f"config file {explicit!r} does not exist")
+        return path, path.name == "pyproject.toml"
+    base = cwd or Path.cwd()
+    if (base / "hookproof.toml").is_file():
+        return base / "hookproof.toml", False
+    pyproject = base / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+            return None
+        if isinstance(data.get("tool"), dict) and "hookproof" in data["tool"]:
+            return pyproject, True
+    return None
+
+
+def load_config(
+    explicit: str | None = None,
+    *,
+    cwd: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The settings the config file gives (``{}`` when there is none), as override values."""
+    found = find_config(explicit, cwd)
+    if found is None:
+        return {}
+    path, is_pyproject = found
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"config file {str(path)!r} is not valid TOML: {error}") from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {error.__class__.__name__}") from None
+    if is_pyproject:
+        tool = data.get("tool", {})
+        data = tool.get("hookproof", {}) if isinstance(tool, dict) else {}
+        if not isinstance(data, dict):
+            raise ConfigError(f"[tool.hookproof] in {str(path)!r} must be a table")
+    table = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    if isinstance(data.get("check"), dict):
+        table.update(data["check"])
+    return _convert(table, path, os.environ if environ is None else environ)
+
+
+def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
+    known = set(_TYPES) | _LISTS | {"show_secrets"}
+    values: dict[str, Any] = {}
+    for raw_key, value in table.items():
+        key = raw_key.replace("-", "_")
+        if key not in known:
+            raise ConfigError(
+                f"unknown key {raw_key!r} in {str(path)!r}; known keys: {', '.join(sorted(known))}"
+            )
+        if key in _LISTS:
+            items = [value] if isinstance(value, str) else value
+            if not isinstance(items, list) or not all(isinstance(i, str) for i in items):
+                raise ConfigError(f"config key {raw_key!r} must be a string or a list of strings")
+            converted = tuple(substitute_env(i, raw_key, environ) for i in items)
+            values["secrets" if key in ("secret", "secrets") else key] = converted
+        elif key == "show_secrets":
+            if not isinstance(value, bool):
+                raise ConfigError("config key 'show_secrets' must be true or false")
+            values[key] = value
+        else:
+            expected = _TYPES[key]
+            if isinstance(value, bool) or not isinstance(value, expected):
+                raise ConfigError(f"config key {raw_key!r} has the wrong type ({type(value).__name__})")
+            if isinstance(value, str):
+                value = substitute_env(value, raw_key, environ)
+            if key == "event_template":
+                value = str((path.parent / value).resolve())
+            values[key] = value
+    return values

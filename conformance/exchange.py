@@ -1,0 +1,48 @@
+"""One request and what came back: the evidence every receiver-side check reads and every
+failure quotes (status, latency, a trimmed and scrubbed body, the request as ``curl``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from conformance.wire import REDACTED, WireRequest
+
+__all__ = ["SAMPLE_CHARS", "Exchange", "scrub"]
+
+SAMPLE_CHARS = 300
+
+
+def scrub(text: str, sensitive: Iterable[str]) -> str:
+    """``text`` with every sensitive string (secret, signature) replaced by ``<redacted>``."""
+    for value in sorted({s for s in sensitive if len(s) >= 6}, key=len, reverse=True):
+        text = text.replace(value, REDACTED)
+    return text
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """A request exactly as sent and the answer (or the lack of one)."""
+
+    request: WireRequest
+    status: int | None
+    latency_s: float
+    headers: dict[str, str] = field(default_factory=dict)
+    body: str = ""
+    error: str = ""
+    event_id: str = ""
+
+    @property
+    def answered(self) -> bool:
+        return self.status is not None
+
+    def describe(self, sensitive: Iterable[str] = ()) -> str:
+        if self.status is None:
+            return f"no answer: {self.error}"
+        sample = scrub(self.body, sensitive).strip().replace("\n", " ")
+        if len(sample) > SAMPLE_CHARS:
+            sample = sample[:SAMPLE_CHARS] + "…"
+        retry = self.headers.get("retry-after")
+        extra = f", Retry-After: {retry}" if retry is not None else ""
+        shown = f": {sample}" if sample else ""
+        return f"{self.status} in {self.latency_s * 1000:.0f} ms{extra}{shown}"

@@ -1,0 +1,127 @@
+"""The catalogue's data model: a scenario is declared data — steps and expectations — never code.
+
+A :class:`Scenario` names the guarantee it tests in one sentence, a severity, the harnesses it runs
+under (S, R, C) and two tuples of plain records: :class:`Step` (an action name and its arguments,
+interpreted by a harness) and :class:`Expectation` (a check name and its arguments, evaluated by
+the check catalogue). Adding a scenario means adding data; a test proves that every action and
+check a scenario names exists in each harness it is tagged for.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+__all__ = [
+    "SCHEMES",
+    "Expectation",
+    "Harness",
+    "Scenario",
+    "Severity",
+    "Side",
+    "Step",
+    "expect",
+    "step",
+]
+
+SCHEMES: frozenset[str] = frozenset({"standard", "stripe", "github"})
+
+
+class Severity(enum.StrEnum):
+    """``must``: breaking it loses or duplicates work; ``should``: a hardening recommendation."""
+
+    MUST = "must"
+    SHOULD = "should"
+
+
+class Harness(enum.StrEnum):
+    """Where a scenario runs: sender simulator (S), reference receiver in process (R), any URL (C)."""
+
+    S = "S"
+    R = "R"
+    C = "C"
+
+
+class Side(enum.StrEnum):
+    """Whose behaviour an expectation judges."""
+
+    SENDER = "sender"
+    RECEIVER = "receiver"
+
+
+def _frozen(args: Mapping[str, Any]) -> Mapping[str, Any]:
+    return MappingProxyType(dict(args))
+
+
+@dataclass(frozen=True)
+class Step:
+    """One declarative step: ``action`` names an entry of a harness's action table."""
+
+    action: str
+    args: Mapping[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        if not self.args:
+            return self.action
+        rendered = ", ".join(f"{key}={value!r}" for key, value in self.args.items())
+        return f"{self.action}({rendered})"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One declarative expectation: ``check`` names an entry of the check catalogue."""
+
+    check: str
+    side: Side
+    args: Mapping[str, Any] = field(default_factory=dict)
+    says: str = ""
+    """The expectation in plain words (what the report prints as *expected*)."""
+
+    def describe(self) -> str:
+        return self.says or self.check
+
+
+def step(action: str, /, **args: Any) -> Step:
+    """A :class:`Step` with read-only arguments."""
+    return Step(action, _frozen(args))
+
+
+def expect(check: str, says: str, /, *, side: Side = Side.RECEIVER, **args: Any) -> Expectation:
+    """A receiver-side (default) or sender-side :class:`Expectation` with read-only arguments."""
+    return Expectation(check, side, _frozen(args), says)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One scenario of the catalogue; ``id`` is stable once shipped."""
+
+    id: str
+    title: str
+    guarantee: str
+    severity: Severity
+    tags: frozenset[Harness]
+    steps: tuple[Step, ...]
+    expectations: tuple[Expectation, ...]
+    schemes: frozenset[str] = SCHEMES
+    """The wire schemes it applies to (clock scenarios need a signed timestamp)."""
+    needs_probe: bool = False
+    """Whether it can only be judged by effects (skipped, saying so, without a probe)."""
+
+    @property
+    def family(self) -> str:
+        return self.id.split(".", 1)[0]
+
+    def expectations_of(self, side: Side) -> tuple[Expectation, ...]:
+        return tuple(e for e in self.expectations if e.side is side)
+
+    @property
+    def judges_effects(self) -> bool:
+        """Whether some receiver expectation reads effects (so a probe changes how it is judged)."""
+        return any(e.check in EFFECT_CHECKS for e in self.expectations_of(Side.RECEIVER))
+
+
+EFFECT_CHECKS: frozenset[str] = frozenset({"effects", "committed"})
+"""Checks that read the receiver's effects through the probe."""

@@ -1,0 +1,69 @@
+"""Event payloads: the partner's template (or the generic default) turned into exact body bytes.
+
+A template is JSON text in which ``{{event_id}}`` and ``{{occurred_at}}`` are replaced; its bytes
+are otherwise sent as written. Under the Stripe-style scheme the event id travels as the body's
+top-level ``"id"``, so it is set there. The body never contains the current time of a delivery:
+all attempts of one event carry the same bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from conformance.exceptions import UsageError
+from conformance.wire import unusual_json
+
+__all__ = ["DEFAULT_TEMPLATE", "PayloadFactory", "load_template"]
+
+DEFAULT_TEMPLATE = (
+    '{"type":"hookproof.conformance.ping","timestamp":"{{occurred_at}}",'
+    '"data":{"reference":"{{event_id}}","note":"a generic event a conformant receiver acknowledges"}}'
+)
+"""The generic event type a conformant receiver must acknowledge (2xx) and apply once."""
+
+
+def load_template(path: str | Path) -> str:
+    """Read and validate a template file; a missing or non-JSON file is a :class:`UsageError`."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise UsageError(f"cannot read the event template {str(path)!r}: {error.__class__.__name__}") from None
+    PayloadFactory(text).body("evt_check")
+    return text
+
+
+@dataclass(frozen=True)
+class PayloadFactory:
+    """Makes the body of an event from the template, per scheme."""
+
+    template: str = DEFAULT_TEMPLATE
+    id_in_body: bool = False
+    occurred_at: str = "2026-01-01T00:00:00.000000Z"
+
+    def _document(self, event_id: str) -> tuple[str, Any]:
+        text = self.template.replace("{{event_id}}", event_id).replace(
+            "{{occurred_at}}", self.occurred_at
+        )
+        try:
+            document = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise UsageError(f"the event template is not JSON: {error.msg} at line {error.lineno}") from None
+        if self.id_in_body and not isinstance(document, dict):
+            raise UsageError("the event template must be a JSON object for the stripe scheme")
+        return text, document
+
+    def body(self, event_id: str, *, variant: str = "template", reference: str | None = None) -> bytes:
+        """The body bytes. ``variant`` ``unusual`` renders the same document as odd-but-valid
+        JSON; ``reference`` fixes the business data so that two events get identical bodies."""
+        text, document = self._document(reference or event_id)
+        if self.id_in_body:
+            document = {"id": event_id, **{k: v for k, v in document.items() if k != "id"}}
+            text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+        if variant == "unusual":
+            return unusual_json(document)
+        if variant != "template":
+            raise UsageError(f"unknown body variant {variant!r}")
+        return text.encode("utf-8")

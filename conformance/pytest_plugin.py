@@ -1,0 +1,1 @@
+"""The hookproof pytest plugin (being written): inert unless the user opts in."""

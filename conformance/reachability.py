@@ -1,0 +1,44 @@
+"""Waiting for the endpoint: before any scenario, the endpoint must answer at all.
+
+Connection refused, read timeouts and 503 are retried until ``within`` seconds have passed (the
+endpoint may still be starting, e.g. in a CI job that launched it a moment ago); any other answer,
+even 404 or 405, means someone is listening. Never answering is :class:`EndpointUnreachable`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import httpx
+
+from conformance.exceptions import EndpointUnreachable
+
+__all__ = ["wait_until_answering"]
+
+
+async def wait_until_answering(
+    client: httpx.AsyncClient, url: str, *, within: float, timeout: float
+) -> None:
+    """Return once ``url`` answers something other than 503; raise if it never does."""
+    deadline = time.monotonic() + within
+    delay = 0.05
+    while True:
+        try:
+            response = await client.get(url, timeout=min(timeout, max(within, 0.1) + timeout))
+        except (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError) as error:
+            why = error.__class__.__name__
+        except httpx.HTTPError as error:
+            raise EndpointUnreachable(
+                f"the endpoint {url} never answered ({error.__class__.__name__})"
+            ) from None
+        else:
+            if response.status_code != 503:
+                return
+            why = "503 Service Unavailable"
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            waited = f" within {within:g} s" if within else ""
+            raise EndpointUnreachable(f"the endpoint {url} never answered{waited} ({why})")
+        await asyncio.sleep(min(delay, remaining))  # real-time: the endpoint is still starting
+        delay = min(delay * 2, 0.5)

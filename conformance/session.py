@@ -1,0 +1,114 @@
+"""One check run from settings to summary: build the wire options, open the client (real HTTP
+for a URL, in process for an ASGI app), wait for the endpoint, run the engine and feed every
+event to the reporters."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from receiver.signing import Secret
+
+from conformance.catalogue import CATALOGUE
+from conformance.config import CheckSettings
+from conformance.engine import execute
+from conformance.events import RunFinished
+from conformance.model import Harness, Scenario
+from conformance.payloads import DEFAULT_TEMPLATE, PayloadFactory, load_template
+from conformance.probe import Probe
+from conformance.reachability import wait_until_answering
+from conformance.reporters import Reporter
+from conformance.results import Summary
+from conformance.wire import WireScheme
+from conformance.wire_harness import WireHarness, WireOptions
+
+__all__ = ["plan", "run_check", "url_client", "wire_options"]
+
+
+def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None) -> WireOptions:
+    """The wire harness's options for validated ``settings``."""
+    assert settings.url is not None
+    scheme = WireScheme(settings.scheme, tuple(Secret(s) for s in settings.secrets))
+    template = load_template(settings.event_template) if settings.event_template else DEFAULT_TEMPLATE
+    payloads = PayloadFactory(template, id_in_body=scheme.id_in_body)
+    payloads.body("evt_template_check")
+    probe = Probe(settings.probe, settings.probe_token) if settings.probe and settings.probe_token else None
+    extra: dict[str, Any] = {"nonce": nonce} if nonce else {}
+    return WireOptions(
+        url=settings.url,
+        scheme=scheme,
+        probe=probe,
+        timeout=settings.timeout,
+        tolerance=settings.tolerance,
+        margin=settings.margin,
+        concurrency=settings.concurrency,
+        samples=settings.samples,
+        seed=seed,
+        payloads=payloads,
+        show_secrets=settings.show_secrets,
+        rate_limit=settings.rate_limit,
+        **extra,
+    )
+
+
+def plan(settings: CheckSettings, harness: Harness = Harness.C) -> list[Scenario]:
+    """The scenarios ``settings`` select among those tagged for ``harness``."""
+    return CATALOGUE.select(settings.select, settings.deselect, harness=harness)
+
+
+@asynccontextmanager
+async def url_client(settings: CheckSettings) -> AsyncIterator[httpx.AsyncClient]:
+    limits = httpx.Limits(max_connections=max(16, settings.concurrency * 2))
+    async with httpx.AsyncClient(limits=limits, timeout=settings.timeout) as client:
+        yield client
+
+
+async def run_check(
+    settings: CheckSettings,
+    reporters: Sequence[Reporter],
+    *,
+    client: httpx.AsyncClient | None = None,
+    harness: Harness = Harness.C,
+    nonce: str | None = None,
+) -> Summary:
+    """Run the selected scenarios against ``settings.url`` and return the summary.
+
+    With ``client`` given (e.g. bound to an ASGI app in process) it is used as is; otherwise a
+    real HTTP client is opened and the endpoint must answer first (:class:`EndpointUnreachable`).
+    """
+    settings = settings.validate()
+    seed = settings.seed if settings.seed is not None else random.SystemRandom().randrange(10**6)
+    options = wire_options(settings, seed=seed, nonce=nonce)
+    scenarios = plan(settings, harness)
+    if client is None:
+        async with url_client(settings) as own:
+            await wait_until_answering(
+                own, options.url, within=settings.wait_for_endpoint, timeout=settings.timeout
+            )
+            return await _drive(options, own, scenarios, reporters, harness, seed)
+    return await _drive(options, client, scenarios, reporters, harness, seed)
+
+
+async def _drive(
+    options: WireOptions,
+    client: httpx.AsyncClient,
+    scenarios: Sequence[Scenario],
+    reporters: Sequence[Reporter],
+    harness: Harness,
+    seed: int,
+) -> Summary:
+    runner = WireHarness(options, client, harness)
+    summary = Summary()
+    async for event in execute(
+        scenarios, runner, target=options.url, scheme=options.scheme.name,
+        probe=options.probe is not None, seed=seed,
+    ):
+        for reporter in reporters:
+            reporter.handle(event)
+        if isinstance(event, RunFinished):
+            summary = event.summary
+    return summary

@@ -1,0 +1,305 @@
+"""What the runner puts on the wire: signed requests, their deliberate mutations, and redaction.
+
+One :class:`WireScheme` per signing scheme adapts ``receiver.signing`` to what scenarios need:
+where each *role* (event id, timestamp, signature) lives, how to drop or break it, how to add a
+second signature (rotation) or one of an unknown version. :class:`WireRequest` is an immutable
+record of one request exactly as sent, which renders itself as a runnable ``curl`` command with
+the signatures redacted (unless asked otherwise).
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import json
+import random
+import re
+import shlex
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from receiver.signing import Secret, scheme_named
+
+from conformance.exceptions import UsageError
+
+__all__ = [
+    "MUTATIONS",
+    "REDACTED",
+    "WireRequest",
+    "WireScheme",
+    "redact_signature",
+    "unusual_json",
+]
+
+REDACTED = "<redacted>"
+Headers = tuple[tuple[str, bytes], ...]
+
+
+@dataclass(frozen=True)
+class WireRequest:
+    """One HTTP request exactly as sent: the bytes of the body and every header in order."""
+
+    url: str
+    headers: Headers
+    body: bytes
+    method: str = "POST"
+
+    def header(self, name: str) -> bytes | None:
+        for key, value in self.headers:
+            if key == name:
+                return value
+        return None
+
+    def httpx_headers(self) -> list[tuple[str, bytes]]:
+        return list(self.headers)
+
+    def curl(self, *, signature_header: str | None, show_secrets: bool = False) -> str:
+        """A runnable ``curl`` command; the signature header's values redacted by default."""
+        parts = ["curl", "-sS", "-i", "-X", self.method, self.url]
+        for name, value in self.headers:
+            text = value.decode("latin-1")
+            if name == signature_header and not show_secrets:
+                text = redact_signature(text)
+            parts += ["-H", f"{name}: {text}"]
+        if self.body or self.method == "POST":
+            parts += ["--data-binary", self.body.decode("utf-8", "replace")]
+        return " ".join(shlex.quote(part) for part in parts)
+
+
+_TOKEN = re.compile(r"(?P<name>[A-Za-z0-9_-]+)(?P<sep>[,=])(?P<value>[^\s,]+)")
+
+
+def redact_signature(value: str) -> str:
+    """Keep a signature header's structure (``v1,``, ``t=``, ``sha256=``) and hide its values."""
+
+    def hide(match: re.Match[str]) -> str:
+        if match["name"] == "t" and match["sep"] == "=":
+            return match[0]
+        return f"{match['name']}{match['sep']}{REDACTED}"
+
+    redacted = _TOKEN.sub(hide, value)
+    return redacted if redacted != value or not value else REDACTED
+
+
+def unusual_json(document: Any) -> bytes:
+    """Valid JSON no serializer would produce: odd whitespace, ``\\/`` and ``\\uXXXX`` escapes.
+
+    A receiver that verifies a re-serialization of the parsed body instead of the raw bytes
+    received cannot verify this.
+    """
+
+    def render(value: Any, depth: int) -> str:
+        pad = "\n" + "\t" * (depth + 1)
+        if isinstance(value, dict):
+            if not value:
+                return "{ }"
+            items = [f"{pad}{string(str(k))} :\t{render(v, depth + 1)}" for k, v in value.items()]
+            return "{" + " ,".join(items) + "\n" + "\t" * depth + "}"
+        if isinstance(value, list):
+            if not value:
+                return "[ ]"
+            return "[ " + " , ".join(render(v, depth + 1) for v in value) + " ]"
+        if isinstance(value, str):
+            return string(value)
+        return json.dumps(value)
+
+    def string(text: str) -> str:
+        out = []
+        for index, char in enumerate(text):
+            if index == 0 or ord(char) > 0x7E:
+                out.append(
+                    "".join(f"\\u{unit:04x}" for unit in _utf16(char))
+                )
+            elif char == "/":
+                out.append("\\/")
+            else:
+                out.append(json.dumps(char)[1:-1])
+        return '"' + "".join(out) + '"'
+
+    return (render(document, 0) + "\n").encode("ascii")
+
+
+def _utf16(char: str) -> list[int]:
+    encoded = char.encode("utf-16-be")
+    return [int.from_bytes(encoded[i : i + 2], "big") for i in range(0, len(encoded), 2)]
+
+
+def _flip_inside_string(body: bytes) -> bytes:
+    """Change one byte inside the body so that it stays valid JSON but is no longer the signed one."""
+    for index in range(len(body) - 1, -1, -1):
+        byte = body[index]
+        if 0x61 <= byte <= 0x7A or 0x30 <= byte <= 0x39:
+            flipped = 0x61 + (byte - 0x61 + 1) % 26 if byte >= 0x61 else 0x30 + (byte - 0x2F) % 10
+            return body[:index] + bytes([flipped]) + body[index + 1 :]
+    return body + b" "
+
+
+@dataclass(frozen=True)
+class WireScheme:
+    """Builds signed requests for one scheme and knows where each role lives."""
+
+    name: str
+    secrets: tuple[Secret, ...]
+
+    def __post_init__(self) -> None:
+        self.scheme  # noqa: B018 - validates the name now
+        if not self.secrets:
+            raise UsageError("at least one secret is required (--secret)")
+        for secret in self.secrets:
+            try:
+                self.scheme.key(secret)
+            except Exception as error:  # ConfigurationError, without the value
+                raise UsageError(f"secret unusable for the {self.name} scheme: {error}") from None
+
+    @property
+    def scheme(self) -> Any:
+        try:
+            return scheme_named(self.name)
+        except Exception:
+            raise UsageError(
+                f"unknown scheme {self.name!r}; choose standard, stripe or github"
+            ) from None
+
+    @property
+    def uses_timestamp(self) -> bool:
+        return bool(self.scheme.uses_timestamp)
+
+    @property
+    def signature_header(self) -> str:
+        return str(self.scheme.signature_header)
+
+    @property
+    def id_in_body(self) -> bool:
+        return self.name == "stripe"
+
+    def sign(
+        self, body: bytes, *, event_id: str, timestamp: int, secrets: Sequence[Secret] | None = None
+    ) -> dict[str, str]:
+        chosen = list(secrets) if secrets is not None else [self.secrets[0]]
+        signed: dict[str, str] = self.scheme.sign(
+            body, secrets=chosen, event_id=event_id, timestamp=timestamp
+        )
+        return signed
+
+    def signatures_of(self, headers: dict[str, str]) -> list[str]:
+        """The secret-derived values in a signature header (to scrub from echoed bodies)."""
+        raw = headers.get(self.signature_header, "")
+        return [m["value"] for m in _TOKEN.finditer(raw) if m["name"] != "t" and len(m["value"]) > 8]
+
+    def extra_signature(self, headers: dict[str, str], *, kind: str, body: bytes, event_id: str,
+                        timestamp: int, rng: random.Random) -> dict[str, str]:
+        """Prepend a signature the receiver must skip: ``rotation`` (another secret) or
+        ``unknown-version`` (a version it does not know), keeping the valid one second."""
+        header = self.signature_header
+        valid = headers[header]
+        other = bytes(rng.getrandbits(8) for _ in range(32))
+        if self.name == "standard":
+            version = "v1" if kind == "rotation" else "v2"
+            signed = f"{event_id}.{timestamp}.".encode() + body
+            bogus = base64.b64encode(hmac.digest(other, signed, "sha256")).decode()
+            return {**headers, header: f"{version},{bogus} {valid}"}
+        if self.name == "stripe":
+            version = "v1" if kind == "rotation" else "v0"
+            bogus = hmac.digest(other, f"{timestamp}.".encode() + body, "sha256").hex()
+            ts, _, rest = valid.partition(",")
+            return {**headers, header: f"{ts},{version}={bogus},{rest}"}
+        raise UsageError(f"the {self.name} scheme carries a single signature")
+
+    def drop(self, role: str, headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
+        """Remove one role (``id``, ``timestamp``, ``signature``) from a signed request."""
+        table: dict[str, dict[str, Callable[[], tuple[dict[str, str], bytes]]]] = {
+            "standard": {
+                "id": lambda: (_without(headers, "webhook-id"), body),
+                "timestamp": lambda: (_without(headers, "webhook-timestamp"), body),
+                "signature": lambda: (_without(headers, "webhook-signature"), body),
+            },
+            "stripe": {
+                "id": lambda: self._stripe_without_id(headers, body),
+                "timestamp": lambda: (_stripe_without_t(headers), body),
+                "signature": lambda: (_without(headers, "stripe-signature"), body),
+            },
+            "github": {
+                "id": lambda: (_without(headers, "x-github-delivery"), body),
+                "signature": lambda: (_without(headers, "x-hub-signature-256"), body),
+            },
+        }
+        try:
+            return table[self.name][role]()
+        except KeyError:
+            raise UsageError(f"the {self.name} scheme has no {role} to drop") from None
+
+    def _stripe_without_id(self, headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
+        document = json.loads(body)
+        document.pop("id", None)
+        stripped = json.dumps(document, separators=(",", ":")).encode()
+        timestamp = int(headers["stripe-signature"].split(",")[0].removeprefix("t="))
+        return self.sign(stripped, event_id="", timestamp=timestamp), stripped
+
+    def roles(self) -> tuple[str, ...]:
+        return ("id", "signature") if self.name == "github" else ("id", "timestamp", "signature")
+
+    def malformed(self, headers: dict[str, str], rng: random.Random, count: int) -> list[dict[str, bytes]]:
+        """``count`` seeded variants of ``headers`` with one header value broken."""
+        junk = [
+            b"", b" ", b",", b"=", b"v1", b"v1,", b"v1,!!!", b"\xff\xfe", b"t=", b"sha256=",
+            b"-1", b"1e9", b"12.5", b" 42", b"0x10", b"9" * 40, b"a" * 5000, b"v1,===",
+            b"t=abc,v1=zz", b"sha256=" + b"g" * 64, b"%00", b"\"quoted\"", b"null",
+        ]
+        names = [name for name in headers]
+        cases: list[dict[str, bytes]] = []
+        for index in range(count):
+            name = names[index % len(names)]
+            if name in _UNSIGNED_HEADERS:  # not covered by the signature: only invalid ids
+                value = rng.choice(_INVALID_IDS)
+            else:
+                value = rng.choice(junk) if index % 3 else _random_printable(rng)
+            broken = {k: v.encode("latin-1") for k, v in headers.items()}
+            broken[name] = value
+            cases.append(broken)
+        return cases
+
+
+_UNSIGNED_HEADERS = frozenset({"x-github-delivery"})
+_INVALID_IDS = (b"", b" ", b"two words", b"\xff\xfe", b"x" * 5000)
+
+
+def _random_printable(rng: random.Random) -> bytes:
+    alphabet = bytes(range(0x20, 0x7F)) + bytes(range(0xA0, 0x100))
+    return bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
+
+
+def _without(headers: dict[str, str], name: str) -> dict[str, str]:
+    return {k: v for k, v in headers.items() if k != name}
+
+
+def _stripe_without_t(headers: dict[str, str]) -> dict[str, str]:
+    parts = [p for p in headers["stripe-signature"].split(",") if not p.startswith("t=")]
+    return {**headers, "stripe-signature": ",".join(parts)}
+
+
+def tamper(body: bytes) -> bytes:
+    """The body with one character changed: still JSON, no longer what was signed."""
+    return _flip_inside_string(body)
+
+
+def hashed(body: bytes) -> str:
+    return hashlib.sha256(body).hexdigest()
+
+
+MUTATIONS: tuple[str, ...] = (
+    "none",
+    "tampered-body",
+    "wrong-secret",
+    "missing:id",
+    "missing:timestamp",
+    "missing:signature",
+    "rotation",
+    "unknown-version",
+)
+"""The named ways a ``deliver`` step may break or vary a correctly signed request."""
+
+
+def with_header(request: WireRequest, name: str, value: bytes) -> WireRequest:
+    return replace(request, headers=(*request.headers, (name, value)))
