@@ -256,13 +256,13 @@ class WireScheme:
             else:
                 value = rng.choice(junk) if index % 3 else _random_printable(rng)
             broken = {k: v.encode("latin-1") for k, v in headers.items()}
-            broken[name] = value
+            broken[name] = value.strip(b" \t")  # HTTP forbids surrounding whitespace
             cases.append(broken)
         return cases
 
 
 _UNSIGNED_HEADERS = frozenset({"x-github-delivery"})
-_INVALID_IDS = (b"", b" ", b"two words", b"\xff\xfe", b"x" * 5000)
+_INVALID_IDS = (b"", b"two words", b"\xff\xfe", b"x" * 5000)
 
 
 def _random_printable(rng: random.Random) -> bytes:

@@ -176,6 +176,8 @@ class WireRun:
                 ),
                 timeout,
             )
+        except httpx.LocalProtocolError as error:
+            raise HarnessError(f"the runner built an invalid request: {error}") from None
         except (TimeoutError, httpx.TimeoutException):
             exchange = Exchange(request, None, time.perf_counter() - started,
                                 error=f"no answer within {timeout:g} s (timeout)", event_id=event_id)

@@ -1,0 +1,56 @@
+"""``hookproof demo``: the reference receiver, with its probe and a SQLite inbox in a scratch
+directory, served by uvicorn on a free loopback port for the length of one check run."""
+
+from __future__ import annotations
+
+import base64
+import os
+import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from receiver.app import ReceiverSettings, create_app
+from receiver.server import running_server
+
+from conformance.config import CheckSettings
+
+__all__ = ["ServedReceiver", "demo_settings", "serving_reference_receiver"]
+
+
+@dataclass(frozen=True)
+class ServedReceiver:
+    """Where the demo receiver listens and how to talk to it."""
+
+    url: str
+    probe_prefix: str
+    secret: str = field(repr=False)
+    probe_token: str = field(repr=False)
+
+
+@contextmanager
+def serving_reference_receiver(workdir: Path) -> Iterator[ServedReceiver]:
+    """Serve the reference receiver (fresh secret, probe token and inbox) until the block ends."""
+    secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+    token = secrets.token_urlsafe(18)
+    settings = ReceiverSettings(
+        secrets=[secret], db=str(workdir / "inbox.sqlite"), probe_token=token
+    )
+    with running_server(create_app(settings)) as base:
+        yield ServedReceiver(
+            url=base + settings.path,
+            probe_prefix=base + settings.probe_prefix,
+            secret=secret,
+            probe_token=token,
+        )
+
+
+def demo_settings(served: ServedReceiver) -> CheckSettings:
+    """Check settings for the served receiver: its secret, its probe, defaults otherwise."""
+    return CheckSettings(
+        url=served.url,
+        secrets=(served.secret,),
+        probe=served.probe_prefix,
+        probe_token=served.probe_token,
+    )
