@@ -1,0 +1,93 @@
+"""The sender simulator's one exception hierarchy.
+
+Every failure the simulator reports is one of these; the root CLI catches :class:`SimulatorError`
+and prints its message as one line::
+
+    SimulatorError
+    ├── ConfigurationError      a bad policy, endpoint, fault spec or option
+    ├── InvalidTime             a naive datetime, or times that contradict each other
+    ├── NotFound                an unknown delivery, event or endpoint id
+    ├── ConflictError           an id reused for a different event or endpoint
+    ├── StoreError              the SQLite store failed or holds a schema from the future
+    └── RedriveError            a redrive that was not carried out
+        ├── RedriveIncomplete   actor, reason, fresh deadline or scope missing (nothing recorded)
+        └── RedriveRefused      the decision was recorded as refused; ``problems`` says why per item
+
+Messages never contain a secret.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ConfigurationError",
+    "ConflictError",
+    "InvalidTime",
+    "NotFound",
+    "RedriveError",
+    "RedriveIncomplete",
+    "RedriveProblem",
+    "RedriveRefused",
+    "SimulatorError",
+    "StoreError",
+]
+
+
+class SimulatorError(Exception):
+    """Root of every error raised by the ``sender_sim`` package."""
+
+
+class ConfigurationError(SimulatorError):
+    """A policy, endpoint, fault specification or option is unusable."""
+
+
+class InvalidTime(SimulatorError):
+    """A datetime is naive (no timezone) or times contradict each other."""
+
+
+class NotFound(SimulatorError):
+    """No delivery, event or endpoint has the id given."""
+
+
+class ConflictError(SimulatorError):
+    """An id is already used for something different (e.g. an event id with another body)."""
+
+
+class StoreError(SimulatorError):
+    """The store failed, or its schema is newer than this code understands."""
+
+
+class RedriveError(SimulatorError):
+    """A redrive request that queued nothing."""
+
+
+class RedriveIncomplete(RedriveError):
+    """A redrive request lacks a required field (actor, reason, fresh deadline, scope)."""
+
+
+@dataclass(frozen=True)
+class RedriveProblem:
+    """Why one delivery of a redrive scope was ineligible (``delivery_id`` ``""``: the scope)."""
+
+    delivery_id: str
+    code: str
+    message: str
+
+
+class RedriveRefused(RedriveError):
+    """The redrive decision was recorded as refused; nothing was queued (bulk is atomic)."""
+
+    def __init__(self, decision_id: int, problems: tuple[RedriveProblem, ...]) -> None:
+        self.decision_id = decision_id
+        self.problems = problems
+        shown = "; ".join(
+            f"{p.delivery_id}: {p.message}" if p.delivery_id else p.message for p in problems[:5]
+        )
+        more = f" (and {len(problems) - 5} more)" if len(problems) > 5 else ""
+        super().__init__(f"redrive refused (decision {decision_id}): {shown}{more}")
+
+    @property
+    def codes(self) -> frozenset[str]:
+        """The distinct problem codes, e.g. ``{"not_dead_letter"}``."""
+        return frozenset(p.code for p in self.problems)

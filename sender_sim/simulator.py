@@ -1,0 +1,537 @@
+"""The façade: one :class:`Simulator` that publishes events, runs workers, lists and redrives the
+DLQ, explains deliveries and reports metrics — what the CLI, the sandbox and the conformance
+runner use.
+
+It wires together a store (:class:`~sender_sim.store.SQLiteStore`, a file or ``":memory:"``), a
+simulation clock (real or :class:`~sender_sim.clock.VirtualClock`), a wire clock for signature
+timestamps (real time by default), a :class:`~sender_sim.policy.Policy`, a seeded
+``random.Random`` for jitter, a :class:`~sender_sim.faults.FaultPlan`, and an injected
+``httpx.AsyncClient`` (one is created, and closed by :meth:`Simulator.aclose`, when none is given).
+Endpoint secrets live only in this object, never in the store.
+
+:meth:`Simulator.run_until_settled` runs a delivery to completion: run the due work; when nothing
+is due, jump the virtual clock to the next due time (six hours of backoff take no wall time).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import itertools
+import random
+import uuid
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from types import TracebackType
+from typing import Any
+
+import httpx
+
+from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
+from receiver.signing import Secret, scheme_named
+from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
+from sender_sim.envelope import build_body, envelope_problem, payload_digest
+from sender_sim.exceptions import (
+    ConfigurationError,
+    NotFound,
+    RedriveProblem,
+    RedriveRefused,
+)
+from sender_sim.explain import explain_text
+from sender_sim.faults import FaultInjector, FaultKind, FaultPlan
+from sender_sim.metrics import MetricsSnapshot, snapshot
+from sender_sim.policy import Policy
+from sender_sim.records import (
+    Attempt,
+    DeadLetterReason,
+    Delivery,
+    Endpoint,
+    Event,
+    LedgerRow,
+    RedriveDecision,
+    State,
+    format_duration,
+)
+from sender_sim.redrive import (
+    MAX_BATCH,
+    RedriveResult,
+    RedriveScope,
+    check_request,
+    item_problems,
+)
+from sender_sim.store import Change, DeliveryFilter, SQLiteStore
+from sender_sim.transitions import new_delivery, redrive
+from sender_sim.worker import RunReport, Worker
+
+__all__ = ["EndpointConfig", "Simulator"]
+
+_EVENT_CACHE = 4096
+
+
+@dataclass(frozen=True)
+class EndpointConfig:
+    """An endpoint with its secrets (kept in memory only)."""
+
+    endpoint: Endpoint
+    secrets: tuple[Secret, ...]
+
+
+def _fingerprint(secrets: Sequence[Secret]) -> str:
+    digest = hashlib.sha256("\n".join(s.value for s in secrets).encode()).hexdigest()
+    return "sha256:" + digest[:16]
+
+
+class Simulator:
+    """The sender simulator; see the package docstring for the whole public API."""
+
+    def __init__(
+        self,
+        store: SQLiteStore | None = None,
+        *,
+        clock: Clock | None = None,
+        policy: Policy | None = None,
+        client: httpx.AsyncClient | None = None,
+        seed: int = 0,
+        faults: FaultPlan | None = None,
+        wire_clock: Clock | None = None,
+        worker_id: str = "worker-1",
+        worker_skew: timedelta = timedelta(0),
+    ) -> None:
+        self.store = store if store is not None else SQLiteStore(":memory:")
+        self.clock: Clock = clock if clock is not None else RealClock()
+        self.wire_clock: Clock = wire_clock if wire_clock is not None else RealClock()
+        self.policy = policy if policy is not None else Policy()
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self._secret_rng = random.Random(f"secrets:{seed}")
+        self.fault_plan = faults if faults is not None else FaultPlan()
+        self.faults = FaultInjector(self.fault_plan)
+        self._own_client = client is None
+        self._client = client
+        self._endpoints: dict[str, EndpointConfig] = {}
+        self._events: dict[str, Event] = {}
+        self._ids = itertools.count(1)
+        self.default_worker = Worker(self, worker_id, clock_skew=worker_skew)
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    @property
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient()
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the HTTP client this simulator created (an injected one is left open)."""
+        if self._own_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def __aenter__(self) -> Simulator:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    def now(self) -> datetime:
+        return self.clock.now()
+
+    def advance(self, delta: timedelta) -> datetime:
+        """Move the virtual clock forward (a real clock cannot be moved)."""
+        if not isinstance(self.clock, VirtualClock):
+            raise ConfigurationError("only a virtual clock can be advanced")
+        return self.clock.advance(delta)
+
+    def set_time(self, when: datetime) -> datetime:
+        if not isinstance(self.clock, VirtualClock):
+            raise ConfigurationError("only a virtual clock can be set")
+        return self.clock.set(when)
+
+    def random_secret(self) -> Secret:
+        """A fresh ``whsec_`` secret no receiver knows (wrong- and rotated-secret faults)."""
+        raw = bytes(self._secret_rng.getrandbits(8) for _ in range(24))
+        return Secret("whsec_" + base64.b64encode(raw).decode("ascii"))
+
+    # -- endpoints -----------------------------------------------------------------------------
+
+    def add_endpoint(
+        self,
+        endpoint_id: str,
+        url: str,
+        secrets: Iterable[str | Secret],
+        *,
+        scheme: str = "standard",
+        active: bool = True,
+    ) -> Endpoint:
+        """Register (or update) an endpoint; its secrets stay in memory, the store gets a
+        fingerprint."""
+        if not endpoint_id or not isinstance(endpoint_id, str):
+            raise ConfigurationError("an endpoint needs a non-empty id")
+        parsed = httpx.URL(url) if isinstance(url, str) else None
+        if parsed is None or parsed.scheme not in {"http", "https"} or not parsed.host:
+            raise ConfigurationError(f"endpoint URL must be http(s)://host/..., got {url!r}")
+        try:
+            scheme_obj = scheme_named(scheme)
+            keys = tuple(s if isinstance(s, Secret) else Secret(s) for s in secrets)
+            for key in keys:
+                scheme_obj.key(key)
+        except ReceiverConfigurationError as error:
+            raise ConfigurationError(str(error)) from None
+        if not keys:
+            raise ConfigurationError("an endpoint needs at least one secret")
+        endpoint = Endpoint(endpoint_id, url, scheme, active, _fingerprint(keys))
+        self.store.save_endpoint(endpoint)
+        self._endpoints[endpoint_id] = EndpointConfig(endpoint, keys)
+        return endpoint
+
+    def set_endpoint_active(self, endpoint_id: str, active: bool) -> None:
+        config = self.endpoint_config(endpoint_id)
+        endpoint = Endpoint(
+            endpoint_id,
+            config.endpoint.url,
+            config.endpoint.scheme,
+            active,
+            config.endpoint.secret_fingerprint,
+        )
+        self.store.save_endpoint(endpoint)
+        self._endpoints[endpoint_id] = EndpointConfig(endpoint, config.secrets)
+
+    def endpoint_config(self, endpoint_id: str) -> EndpointConfig:
+        try:
+            return self._endpoints[endpoint_id]
+        except KeyError:
+            raise NotFound(
+                f"endpoint {endpoint_id!r} is not configured in this simulator "
+                "(add_endpoint with its secret first)"
+            ) from None
+
+    # -- publishing ----------------------------------------------------------------------------
+
+    def publish(
+        self,
+        *,
+        endpoint_id: str,
+        deadline_at: datetime,
+        event_type: str = "hookproof.test",
+        data: Mapping[str, Any] | None = None,
+        business_key: str | None = None,
+        event_id: str | None = None,
+        occurred_at: datetime | None = None,
+        body: bytes | None = None,
+        delivery_id: str | None = None,
+        first_attempt_at: datetime | None = None,
+    ) -> str:
+        """Publish one event to one endpoint and return the new ``delivery_id``.
+
+        The body is built once (``{"type", "timestamp", "data"}``, plus ``"id"`` for the Stripe
+        scheme) unless ``body`` gives the exact bytes. An envelope that fails validation is stored
+        and dead-lettered as ``invalid_envelope`` at once; a first attempt that cannot fit the
+        deadline dead-letters as ``deadline_exhausted``.
+        """
+        now = self.clock.now()
+        deadline = require_aware(deadline_at, "deadline")
+        occurred = require_aware(occurred_at, "occurred_at") if occurred_at else now
+        first = require_aware(first_attempt_at, "first attempt time") if first_attempt_at else None
+        config = self.endpoint_config(endpoint_id)
+        scheme = config.endpoint.scheme
+        eid = (
+            event_id
+            if event_id is not None
+            else f"evt_{uuid.UUID(int=self.rng.getrandbits(128)).hex}"
+        )
+        if body is None:
+            body = build_body(
+                event_type=event_type,
+                occurred_at=occurred,
+                data=data or {},
+                event_id=eid if scheme == "stripe" else None,
+            )
+        event = Event(eid, event_type, business_key, occurred, bytes(body), payload_digest(body))
+        problem = envelope_problem(
+            event_id=eid,
+            event_type=event_type,
+            body=event.body,
+            scheme=scheme,
+            max_body_bytes=self.policy.max_body_bytes,
+        )
+        did = delivery_id or f"del_{uuid.UUID(int=self.rng.getrandbits(128)).hex}"
+        step = new_delivery(
+            delivery_id=did,
+            event=event,
+            endpoint_id=endpoint_id,
+            destination_url=config.endpoint.url,
+            deadline_at=deadline,
+            now=now,
+            policy=self.policy,
+            first_attempt_at=first,
+            envelope_problem=problem,
+        )
+        self.store.insert_published(event, step.delivery, step.row)
+        return did
+
+    # -- running -------------------------------------------------------------------------------
+
+    def worker(self, name: str, *, clock_skew: timedelta = timedelta(0)) -> Worker:
+        """Another worker over the same store and clock (e.g. a second, skewed one)."""
+        return Worker(self, name, clock_skew=clock_skew)
+
+    async def run_due(
+        self, *, worker: Worker | None = None, limit: int = 100, concurrency: int = 64
+    ) -> RunReport:
+        """One worker pass over the deliveries due now."""
+        chosen = worker if worker is not None else self.default_worker
+        return await chosen.run_once(limit, concurrency=concurrency)
+
+    async def run_until_settled(
+        self,
+        *,
+        delivery_ids: Sequence[str] = (),
+        until: datetime | None = None,
+        worker: Worker | None = None,
+        limit: int = 100,
+        max_passes: int = 100_000,
+    ) -> RunReport:
+        """Run passes until the given deliveries (or all) are delivered or dead letters.
+
+        When nothing is due, the virtual clock jumps to the next due time (never past
+        ``until``); with the real clock the loop waits for it.
+        """
+        total = RunReport()
+        targets = tuple(delivery_ids)
+        for _ in range(max_passes):
+            report = await self.run_due(worker=worker, limit=limit)
+            total.add(report)
+            if targets and all(self._settled(i) for i in targets):
+                break
+            if report.claimed:
+                continue
+            due = await asyncio.to_thread(self.store.next_due)
+            if due is None or (until is not None and due > until):
+                if until is not None and isinstance(self.clock, VirtualClock):
+                    self.clock.set(max(until, self.clock.now()))
+                break
+            now = self.clock.now()
+            if due <= now:
+                continue
+            if isinstance(self.clock, VirtualClock):
+                self.clock.set(due)
+            else:
+                wait = min(due - now, timedelta(seconds=1)).total_seconds()
+                await asyncio.sleep(wait)  # real-time: the real clock must reach the due time
+        return total
+
+    def _settled(self, delivery_id: str) -> bool:
+        return self.store.delivery(delivery_id).state in (State.DELIVERED, State.DEAD_LETTER)
+
+    async def deliver(self, delivery_id: str, *, until: datetime | None = None) -> Delivery:
+        """Run until ``delivery_id`` is delivered or dead-lettered; return it."""
+        await self.run_until_settled(delivery_ids=[delivery_id], until=until)
+        return self.store.delivery(delivery_id)
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def delivery(self, delivery_id: str) -> Delivery:
+        return self.store.delivery(delivery_id)
+
+    def event(self, event_id: str) -> Event:
+        cached = self._events.get(event_id)
+        if cached is None:
+            cached = self.store.event(event_id)
+            if len(self._events) >= _EVENT_CACHE:
+                self._events.clear()
+            self._events[event_id] = cached
+        return cached
+
+    def attempts(self, delivery_id: str) -> list[Attempt]:
+        return self.store.attempts(delivery_id)
+
+    def ledger(self, delivery_id: str) -> list[LedgerRow]:
+        return self.store.ledger(delivery_id)
+
+    def decisions(self) -> list[RedriveDecision]:
+        return self.store.decisions()
+
+    def deliveries(self, where: DeliveryFilter | None = None) -> list[Delivery]:
+        return self.store.select(where or DeliveryFilter())
+
+    def dlq(
+        self,
+        *,
+        reason: DeadLetterReason | str | None = None,
+        business_key: str | None = None,
+        endpoint_id: str | None = None,
+        delivery_ids: Sequence[str] = (),
+        limit: int | None = None,
+    ) -> list[Delivery]:
+        """The dead letters matching every filter given."""
+        return self.store.select(
+            DeliveryFilter(
+                state=State.DEAD_LETTER,
+                reason=DeadLetterReason(reason) if reason is not None else None,
+                business_key=business_key,
+                endpoint_id=endpoint_id,
+                delivery_ids=tuple(delivery_ids),
+                limit=limit,
+            )
+        )
+
+    def explain(self, delivery_id: str) -> str:
+        """The delivery's whole story in plain words."""
+        delivery = self.store.delivery(delivery_id)
+        return explain_text(
+            delivery,
+            self.store.event(delivery.event_id),
+            self.store.ledger(delivery_id),
+            self.store.attempts(delivery_id),
+            self.store.decisions(),
+            now=self.clock.now(),
+            budget_text=format_duration(self.policy.budget),
+        )
+
+    def metrics(self) -> MetricsSnapshot:
+        return snapshot(self.store, self.policy, self.clock.now())
+
+    # -- redrive -------------------------------------------------------------------------------
+
+    def redrive(
+        self,
+        *,
+        actor: str,
+        reason: str,
+        deadline_at: datetime,
+        scope: RedriveScope | None,
+    ) -> RedriveResult:
+        """An audited, atomic, compare-and-set redrive of 1-100 dead letters (see
+        :mod:`sender_sim.redrive`). Raises ``RedriveIncomplete`` or ``RedriveRefused``."""
+        result = self._redrive_once(actor, reason, deadline_at, scope)
+        duplicate = self.faults.fires(
+            FaultKind.DOUBLE_REDRIVE,
+            delivery_id=result.delivery_ids[0],
+            attempt=0,
+            worker=actor,
+        )
+        if duplicate is None:
+            return result
+        self.store.note(
+            [
+                LedgerRow(
+                    did,
+                    self.clock.now(),
+                    None,
+                    None,
+                    "fault-injector",
+                    "fault:double_redrive",
+                    None,
+                    {"fault": duplicate.describe(), "decision_id": result.decision_id},
+                )
+                for did in result.delivery_ids
+            ]
+        )
+        try:
+            self._redrive_once(actor, reason, deadline_at, scope)
+        except RedriveRefused as refused:
+            return RedriveResult(
+                result.decision_id, result.delivery_ids, result.deadline_at, refused.decision_id
+            )
+        raise AssertionError("a duplicate redrive was queued twice")  # pragma: no cover
+
+    def _redrive_once(
+        self, actor: str, reason: str, deadline_at: datetime, scope: RedriveScope | None
+    ) -> RedriveResult:
+        check_request(actor, reason, deadline_at, scope)
+        assert scope is not None
+        deadline = require_aware(deadline_at, "redrive deadline")
+        now = self.clock.now()
+        selected = self.store.select(scope.as_filter())
+        problems: list[RedriveProblem] = []
+        found = {d.delivery_id for d in selected}
+        for missing in scope.delivery_ids:
+            if missing not in found:
+                problems.append(RedriveProblem(missing, "not_found", "no such delivery"))
+        if not selected and not problems:
+            problems.append(RedriveProblem("", "empty_scope", "the scope selects no dead letter"))
+        if len(selected) > MAX_BATCH:
+            problems.append(
+                RedriveProblem("", "scope_too_large", f"a redrive takes at most {MAX_BATCH} items")
+            )
+            selected = selected[:MAX_BATCH]
+        fits = self.policy.fits(now, deadline)
+        for delivery in selected:
+            problems.extend(
+                item_problems(
+                    delivery,
+                    event=self.store.event(delivery.event_id),
+                    endpoint=self.store.endpoint(delivery.endpoint_id),
+                    fits_deadline=fits,
+                    max_body_bytes=self.policy.max_body_bytes,
+                )
+            )
+        ids = [d.delivery_id for d in selected]
+        changes: list[Change] = []
+        if not problems:
+            for delivery in selected:
+                step = redrive(
+                    delivery,
+                    actor=actor,
+                    reason=reason,
+                    deadline_at=deadline,
+                    now=now,
+                    policy=self.policy,
+                    decision_id=0,
+                )
+                assert step is not None
+                changes.append(Change(delivery, step.delivery, step.row))
+            decision_id = self.store.apply_redrive(
+                changes,
+                at=now,
+                actor=actor,
+                reason=reason,
+                scope=scope.describe(),
+                deadline_at=deadline,
+            )
+            if decision_id is not None:
+                return RedriveResult(decision_id, tuple(ids), deadline)
+            problems.append(
+                RedriveProblem("", "concurrent_change", "another decision changed the items first")
+            )
+        notes = [
+            LedgerRow(
+                did,
+                now,
+                None,
+                None,
+                actor,
+                "redrive_refused",
+                None,
+                {
+                    "reason": reason,
+                    "problems": "; ".join(
+                        p.message for p in problems if p.delivery_id in (did, "")
+                    ),
+                    "codes": sorted({p.code for p in problems if p.delivery_id in (did, "")}),
+                },
+            )
+            for did in ids
+        ]
+        decision_id = self.store.record_decision(
+            at=now,
+            actor=actor,
+            reason=reason,
+            scope=scope.describe(),
+            deadline_at=deadline,
+            result="refused",
+            delivery_ids=ids,
+            problems=[
+                {"delivery_id": p.delivery_id, "code": p.code, "message": p.message}
+                for p in problems
+            ],
+            notes=notes,
+        )
+        raise RedriveRefused(decision_id, tuple(problems))

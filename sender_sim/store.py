@@ -1,0 +1,742 @@
+"""The simulator's durable store: SQLite through sqlite-utils, schema as migrations.
+
+One store interface, :class:`SQLiteStore`, over a file (production pragmas: WAL journal,
+``synchronous=FULL``) or ``":memory:"`` (tests, scenarios). Every state change is an
+``UPDATE … WHERE delivery_id = ? AND state = ? AND fencing_token = ?`` (compare-and-set) committed
+in the same transaction as its ledger row; a change whose guard fails writes nothing of itself
+(only the refusal note and the attempt it carried, marked unacknowledged). Several changes may
+share one transaction (:meth:`SQLiteStore.apply`), each still atomic with its ledger row; a
+redrive batch is all-or-nothing (:meth:`SQLiteStore.apply_redrive`).
+
+Times are stored as integer microseconds since the epoch (exact and comparable). The store is
+synchronous and thread-safe (one connection behind a lock); async callers run it in a thread.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlite_utils
+
+from sender_sim.exceptions import ConflictError, NotFound, StoreError
+from sender_sim.records import (
+    Attempt,
+    DeadLetterReason,
+    Delivery,
+    Endpoint,
+    Event,
+    LedgerRow,
+    OutcomeKind,
+    RedriveDecision,
+    State,
+    from_us,
+    to_us,
+)
+
+__all__ = ["MIGRATION_SET", "Change", "DeliveryFilter", "SQLiteStore"]
+
+MIGRATION_SET = "hookproof_sender"
+
+_SCHEMA: tuple[tuple[str, str], ...] = (
+    (
+        "0001_sender",
+        """
+        CREATE TABLE endpoints (
+            endpoint_id TEXT PRIMARY KEY NOT NULL,
+            url TEXT NOT NULL,
+            scheme TEXT NOT NULL,
+            active INTEGER NOT NULL,
+            secret_fingerprint TEXT NOT NULL
+        );
+        CREATE TABLE events (
+            event_id TEXT PRIMARY KEY NOT NULL,
+            type TEXT NOT NULL,
+            business_key TEXT,
+            occurred_us INTEGER NOT NULL,
+            body BLOB NOT NULL,
+            digest TEXT NOT NULL
+        );
+        CREATE TABLE deliveries (
+            delivery_id TEXT PRIMARY KEY NOT NULL,
+            event_id TEXT NOT NULL REFERENCES events(event_id),
+            endpoint_id TEXT NOT NULL,
+            destination_url TEXT NOT NULL,
+            payload_digest TEXT NOT NULL,
+            business_key TEXT,
+            state TEXT NOT NULL
+                CHECK (state IN ('scheduled', 'leased', 'delivered', 'dead_letter')),
+            reason TEXT,
+            dlq_reason TEXT,
+            deadline_us INTEGER NOT NULL,
+            attempt INTEGER NOT NULL,
+            max_attempts INTEGER NOT NULL,
+            scheduled_for_us INTEGER NOT NULL,
+            next_attempt_us INTEGER,
+            created_us INTEGER NOT NULL,
+            updated_us INTEGER NOT NULL,
+            lease_owner TEXT,
+            lease_expires_us INTEGER,
+            fencing_token INTEGER NOT NULL,
+            last_outcome TEXT,
+            redrives INTEGER NOT NULL,
+            CHECK ((state = 'dead_letter') = (reason IS NOT NULL)),
+            CHECK ((state = 'leased') = (lease_expires_us IS NOT NULL)),
+            CHECK ((state = 'scheduled') = (next_attempt_us IS NOT NULL))
+        );
+        CREATE INDEX deliveries_due ON deliveries (state, next_attempt_us);
+        CREATE INDEX deliveries_lease ON deliveries (state, lease_expires_us);
+        CREATE INDEX deliveries_dlq ON deliveries (dlq_reason, business_key);
+        CREATE TABLE attempts (
+            id INTEGER PRIMARY KEY,
+            delivery_id TEXT NOT NULL,
+            number INTEGER NOT NULL,
+            worker TEXT NOT NULL,
+            fencing_token INTEGER NOT NULL,
+            started_us INTEGER NOT NULL,
+            ended_us INTEGER NOT NULL,
+            kind TEXT NOT NULL,
+            classification TEXT NOT NULL,
+            status INTEGER,
+            retry_after TEXT,
+            response_sample TEXT NOT NULL,
+            error TEXT NOT NULL,
+            acked INTEGER NOT NULL
+        );
+        CREATE INDEX attempts_delivery ON attempts (delivery_id);
+        CREATE TABLE ledger (
+            seq INTEGER PRIMARY KEY,
+            delivery_id TEXT NOT NULL,
+            at_us INTEGER NOT NULL,
+            from_state TEXT,
+            to_state TEXT,
+            actor TEXT NOT NULL,
+            cause TEXT NOT NULL,
+            reason TEXT,
+            details TEXT NOT NULL
+        );
+        CREATE INDEX ledger_delivery ON ledger (delivery_id);
+        CREATE INDEX ledger_cause ON ledger (cause);
+        CREATE TABLE redrive_decisions (
+            decision_id INTEGER PRIMARY KEY,
+            at_us INTEGER NOT NULL,
+            actor TEXT NOT NULL,
+            reason TEXT NOT NULL,
+            scope TEXT NOT NULL,
+            deadline_us INTEGER NOT NULL,
+            result TEXT NOT NULL CHECK (result IN ('queued', 'refused')),
+            delivery_ids TEXT NOT NULL,
+            problems TEXT NOT NULL
+        );
+        """,
+    ),
+)
+"""``(name, sql)`` in order; append new steps, never edit shipped ones."""
+
+_DELIVERY_COLUMNS = (
+    "delivery_id, event_id, endpoint_id, destination_url, payload_digest, business_key, state,"
+    " deadline_us, attempt, max_attempts, scheduled_for_us, next_attempt_us, created_us,"
+    " updated_us, reason, dlq_reason, lease_owner, lease_expires_us, fencing_token,"
+    " last_outcome, redrives"
+)
+_UPDATE = (
+    "UPDATE deliveries SET state = ?, reason = ?, dlq_reason = ?, deadline_us = ?, attempt = ?,"
+    " max_attempts = ?, scheduled_for_us = ?, next_attempt_us = ?, updated_us = ?,"
+    " lease_owner = ?, lease_expires_us = ?, fencing_token = ?, last_outcome = ?, redrives = ?"
+    " WHERE delivery_id = ? AND state = ? AND fencing_token = ?"
+)
+_INSERT_LEDGER = (
+    "INSERT INTO ledger (delivery_id, at_us, from_state, to_state, actor, cause, reason, details)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+)
+_INSERT_ATTEMPT = (
+    "INSERT INTO attempts (delivery_id, number, worker, fencing_token, started_us, ended_us,"
+    " kind, classification, status, retry_after, response_sample, error, acked)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+)
+
+
+def _opt_us(value: datetime | None) -> int | None:
+    return None if value is None else to_us(value)
+
+
+def _opt_dt(value: int | None) -> datetime | None:
+    return None if value is None else from_us(value)
+
+
+def _delivery(row: Sequence[Any]) -> Delivery:
+    return Delivery(
+        delivery_id=row[0],
+        event_id=row[1],
+        endpoint_id=row[2],
+        destination_url=row[3],
+        payload_digest=row[4],
+        business_key=row[5],
+        state=State(row[6]),
+        deadline_at=from_us(row[7]),
+        attempt=row[8],
+        max_attempts=row[9],
+        scheduled_for=from_us(row[10]),
+        next_attempt_at=_opt_dt(row[11]),
+        created_at=from_us(row[12]),
+        updated_at=from_us(row[13]),
+        reason=DeadLetterReason(row[14]) if row[14] else None,
+        dlq_reason=DeadLetterReason(row[15]) if row[15] else None,
+        lease_owner=row[16],
+        lease_expires_at=_opt_dt(row[17]),
+        fencing_token=row[18],
+        last_outcome=row[19],
+        redrives=row[20],
+    )
+
+
+def _ledger_params(row: LedgerRow) -> tuple[Any, ...]:
+    return (
+        row.delivery_id,
+        to_us(row.at),
+        row.from_state.value if row.from_state else None,
+        row.to_state.value if row.to_state else None,
+        row.actor,
+        row.cause,
+        row.reason.value if row.reason else None,
+        json.dumps(dict(row.details), sort_keys=True, default=str),
+    )
+
+
+def _attempt_params(attempt: Attempt, acked: bool) -> tuple[Any, ...]:
+    return (
+        attempt.delivery_id,
+        attempt.number,
+        attempt.worker,
+        attempt.fencing_token,
+        to_us(attempt.started_at),
+        to_us(attempt.ended_at),
+        attempt.kind.value,
+        attempt.classification,
+        attempt.status,
+        attempt.retry_after,
+        attempt.response_sample,
+        attempt.error,
+        1 if acked else 0,
+    )
+
+
+def _update_params(after: Delivery, before: Delivery) -> tuple[Any, ...]:
+    return (
+        after.state.value,
+        after.reason.value if after.reason else None,
+        after.dlq_reason.value if after.dlq_reason else None,
+        to_us(after.deadline_at),
+        after.attempt,
+        after.max_attempts,
+        to_us(after.scheduled_for),
+        _opt_us(after.next_attempt_at),
+        to_us(after.updated_at),
+        after.lease_owner,
+        _opt_us(after.lease_expires_at),
+        after.fencing_token,
+        after.last_outcome,
+        after.redrives,
+        before.delivery_id,
+        before.state.value,
+        before.fencing_token,
+    )
+
+
+@dataclass(frozen=True)
+class Change:
+    """One guarded state change: ``before`` (the guard: its state and fencing token) → ``after``.
+
+    ``attempt`` is written whether or not the guard holds (the send happened); when it fails,
+    ``refused`` (a note) is written instead of ``row``.
+    """
+
+    before: Delivery
+    after: Delivery
+    row: LedgerRow
+    attempt: Attempt | None = None
+    refused: LedgerRow | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryFilter:
+    """Which deliveries to list. ``ever_dead_lettered`` also matches redriven ones (audit)."""
+
+    state: State | None = None
+    reason: DeadLetterReason | None = None
+    business_key: str | None = None
+    endpoint_id: str | None = None
+    delivery_ids: tuple[str, ...] = ()
+    ever_dead_lettered: bool = False
+    limit: int | None = None
+
+
+class SQLiteStore:
+    """The simulator's records in one SQLite database (a file path, or ``":memory:"``)."""
+
+    def __init__(self, path: str | Path = ":memory:", *, synchronous: str = "FULL") -> None:
+        if synchronous.upper() not in {"OFF", "NORMAL", "FULL", "EXTRA"}:
+            raise StoreError(f"unknown synchronous mode {synchronous!r}")
+        self.path = str(path)
+        self._lock = threading.RLock()
+        try:
+            self._conn = sqlite3.connect(
+                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+            )
+            if self.path != ":memory:":
+                self._conn.execute("PRAGMA journal_mode=WAL")
+            self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
+            self._conn.execute("PRAGMA busy_timeout=10000")
+            self._migrate()
+        except sqlite3.Error as error:
+            raise StoreError(f"cannot open the simulator store at {self.path}: {error}") from None
+
+    def _migrate(self) -> None:
+        db = sqlite_utils.Database(self._conn)
+        migrations = sqlite_utils.Migrations(MIGRATION_SET)
+        for name, sql in _SCHEMA:
+
+            def step(database: sqlite_utils.Database, sql: str = sql) -> None:
+                for statement in sql.split(";"):
+                    if statement.strip():
+                        database.execute(statement)
+
+            step.__name__ = name
+            migrations(name=name)(step)
+        known = {name for name, _ in _SCHEMA}
+        applied = {m.name for m in migrations.applied(db)}
+        if applied - known:
+            raise StoreError(
+                f"the store at {self.path} has migrations this version does not know: "
+                f"{', '.join(sorted(applied - known))}"
+            )
+        migrations.apply(db)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            conn = self._conn
+            try:
+                conn.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as error:
+                raise StoreError(f"the simulator store is unavailable: {error}") from None
+            try:
+                yield conn
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.Error as error:
+                conn.execute("ROLLBACK")
+                raise StoreError(f"commit failed: {error}") from None
+
+    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._conn.execute(sql, params).fetchall()
+            except sqlite3.Error as error:
+                raise StoreError(f"the simulator store failed: {error}") from None
+
+    # -- endpoints and publication -------------------------------------------------------------
+
+    def save_endpoint(self, endpoint: Endpoint) -> None:
+        """Insert or replace an endpoint's metadata (never its secrets)."""
+        with self._write() as conn:
+            conn.execute(
+                "INSERT INTO endpoints VALUES (?, ?, ?, ?, ?) ON CONFLICT (endpoint_id) DO UPDATE"
+                " SET url = excluded.url, scheme = excluded.scheme, active = excluded.active,"
+                " secret_fingerprint = excluded.secret_fingerprint",
+                (
+                    endpoint.endpoint_id,
+                    endpoint.url,
+                    endpoint.scheme,
+                    int(endpoint.active),
+                    endpoint.secret_fingerprint,
+                ),
+            )
+
+    def endpoint(self, endpoint_id: str) -> Endpoint | None:
+        rows = self._read("SELECT * FROM endpoints WHERE endpoint_id = ?", (endpoint_id,))
+        if not rows:
+            return None
+        eid, url, scheme, active, fingerprint = rows[0]
+        return Endpoint(eid, url, scheme, bool(active), fingerprint)
+
+    def insert_published(self, event: Event, delivery: Delivery, row: LedgerRow) -> None:
+        """Store an event (or reuse the identical one) and its new delivery with its first row."""
+        with self._write() as conn:
+            existing = conn.execute(
+                "SELECT digest FROM events WHERE event_id = ?", (event.event_id,)
+            ).fetchone()
+            if existing is None:
+                conn.execute(
+                    "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
+                    (
+                        event.event_id,
+                        event.type,
+                        event.business_key,
+                        to_us(event.occurred_at),
+                        event.body,
+                        event.digest,
+                    ),
+                )
+            elif existing[0] != event.digest:
+                raise ConflictError(
+                    f"event {event.event_id} already exists with a different payload digest"
+                )
+            if conn.execute(
+                "SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery.delivery_id,)
+            ).fetchone():
+                raise ConflictError(f"delivery {delivery.delivery_id} already exists")
+            d = delivery
+            conn.execute(
+                f"INSERT INTO deliveries ({_DELIVERY_COLUMNS}) VALUES"
+                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    d.delivery_id,
+                    d.event_id,
+                    d.endpoint_id,
+                    d.destination_url,
+                    d.payload_digest,
+                    d.business_key,
+                    d.state.value,
+                    to_us(d.deadline_at),
+                    d.attempt,
+                    d.max_attempts,
+                    to_us(d.scheduled_for),
+                    _opt_us(d.next_attempt_at),
+                    to_us(d.created_at),
+                    to_us(d.updated_at),
+                    d.reason.value if d.reason else None,
+                    d.dlq_reason.value if d.dlq_reason else None,
+                    d.lease_owner,
+                    _opt_us(d.lease_expires_at),
+                    d.fencing_token,
+                    d.last_outcome,
+                    d.redrives,
+                ),
+            )
+            conn.execute(_INSERT_LEDGER, _ledger_params(row))
+
+    # -- reads ---------------------------------------------------------------------------------
+
+    def delivery(self, delivery_id: str) -> Delivery:
+        rows = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE delivery_id = ?", (delivery_id,)
+        )
+        if not rows:
+            raise NotFound(f"no delivery {delivery_id!r}")
+        return _delivery(rows[0])
+
+    def event(self, event_id: str) -> Event:
+        rows = self._read("SELECT * FROM events WHERE event_id = ?", (event_id,))
+        if not rows:
+            raise NotFound(f"no event {event_id!r}")
+        eid, etype, key, occurred, body, digest = rows[0]
+        return Event(eid, etype, key, from_us(occurred), bytes(body), digest)
+
+    def claimable(self, now: datetime, limit: int) -> list[Delivery]:
+        """Deliveries due at ``now`` (scheduled and due, or leased with an expired lease)."""
+        now_us = to_us(now)
+        rows = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'scheduled'"
+            " AND next_attempt_us <= ? UNION ALL"
+            f" SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'leased'"
+            " AND lease_expires_us <= ? ORDER BY next_attempt_us, delivery_id LIMIT ?",
+            (now_us, now_us, limit),
+        )
+        return [_delivery(r) for r in rows]
+
+    def next_due(self) -> datetime | None:
+        """The earliest time some delivery becomes claimable, or ``None`` when none will."""
+        rows = self._read(
+            "SELECT min(t) FROM (SELECT min(next_attempt_us) AS t FROM deliveries"
+            " WHERE state = 'scheduled' UNION ALL SELECT min(lease_expires_us) FROM deliveries"
+            " WHERE state = 'leased')"
+        )
+        return _opt_dt(rows[0][0])
+
+    def select(self, where: DeliveryFilter) -> list[Delivery]:
+        clauses: list[str] = []
+        params: list[Any] = []
+        if where.state is not None:
+            clauses.append("state = ?")
+            params.append(where.state.value)
+        if where.reason is not None:
+            clauses.append("dlq_reason = ?" if where.ever_dead_lettered else "reason = ?")
+            params.append(where.reason.value)
+        elif where.ever_dead_lettered:
+            clauses.append("dlq_reason IS NOT NULL")
+        if where.business_key is not None:
+            clauses.append("business_key = ?")
+            params.append(where.business_key)
+        if where.endpoint_id is not None:
+            clauses.append("endpoint_id = ?")
+            params.append(where.endpoint_id)
+        if where.delivery_ids:
+            clauses.append(f"delivery_id IN ({', '.join('?' * len(where.delivery_ids))})")
+            params.extend(where.delivery_ids)
+        sql = f"SELECT {_DELIVERY_COLUMNS} FROM deliveries"
+        if clauses:
+            sql += " WHERE " + " AND ".join(clauses)
+        sql += " ORDER BY created_us, delivery_id"
+        if where.limit is not None:
+            sql += " LIMIT ?"
+            params.append(where.limit)
+        return [_delivery(r) for r in self._read(sql, params)]
+
+    def ledger(self, delivery_id: str | None = None) -> list[LedgerRow]:
+        sql = (
+            "SELECT delivery_id, at_us, from_state, to_state, actor, cause, reason, details, seq"
+            " FROM ledger"
+        )
+        params: tuple[Any, ...] = ()
+        if delivery_id is not None:
+            sql += " WHERE delivery_id = ?"
+            params = (delivery_id,)
+        return [
+            LedgerRow(
+                r[0],
+                from_us(r[1]),
+                State(r[2]) if r[2] else None,
+                State(r[3]) if r[3] else None,
+                r[4],
+                r[5],
+                DeadLetterReason(r[6]) if r[6] else None,
+                json.loads(r[7]),
+                r[8],
+            )
+            for r in self._read(sql + " ORDER BY seq", params)
+        ]
+
+    def attempts(self, delivery_id: str) -> list[Attempt]:
+        rows = self._read(
+            "SELECT delivery_id, number, worker, fencing_token, started_us, ended_us, kind,"
+            " classification, status, retry_after, response_sample, error, acked"
+            " FROM attempts WHERE delivery_id = ? ORDER BY id",
+            (delivery_id,),
+        )
+        return [
+            Attempt(
+                r[0],
+                r[1],
+                r[2],
+                r[3],
+                from_us(r[4]),
+                from_us(r[5]),
+                OutcomeKind(r[6]),
+                r[7],
+                r[8],
+                r[9],
+                r[10],
+                r[11],
+                bool(r[12]),
+            )
+            for r in rows
+        ]
+
+    def decisions(self) -> list[RedriveDecision]:
+        rows = self._read("SELECT * FROM redrive_decisions ORDER BY decision_id")
+        return [
+            RedriveDecision(
+                r[0],
+                from_us(r[1]),
+                r[2],
+                r[3],
+                json.loads(r[4]),
+                from_us(r[5]),
+                r[6],
+                tuple(json.loads(r[7])),
+                tuple(json.loads(r[8])),
+            )
+            for r in rows
+        ]
+
+    def counts(self, sql: str, params: Sequence[Any] = ()) -> dict[str, int]:
+        """``{key: count}`` from a two-column aggregate query (used by metrics)."""
+        return {str(k): int(v) for k, v in self._read(sql, params)}
+
+    def live(self) -> list[Delivery]:
+        """Every scheduled or leased delivery."""
+        rows = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state IN ('scheduled', 'leased')"
+        )
+        return [_delivery(r) for r in rows]
+
+    # -- writes --------------------------------------------------------------------------------
+
+    def apply(self, changes: Sequence[Change]) -> list[bool]:
+        """Apply guarded changes in one transaction; ``[applied?]`` in order."""
+        results: list[bool] = []
+        if not changes:
+            return results
+        ledger_rows: list[tuple[Any, ...]] = []
+        attempt_rows: list[tuple[Any, ...]] = []
+        with self._write() as conn:
+            for change in changes:
+                applied = conn.execute(_UPDATE, _update_params(change.after, change.before))
+                ok = applied.rowcount == 1
+                results.append(ok)
+                if ok:
+                    ledger_rows.append(_ledger_params(change.row))
+                elif change.refused is not None:
+                    ledger_rows.append(_ledger_params(change.refused))
+                if change.attempt is not None:
+                    attempt_rows.append(_attempt_params(change.attempt, ok))
+            conn.executemany(_INSERT_LEDGER, ledger_rows)
+            if attempt_rows:
+                conn.executemany(_INSERT_ATTEMPT, attempt_rows)
+        return results
+
+    def note(self, rows: Sequence[LedgerRow], attempts: Sequence[Attempt] = ()) -> None:
+        """Record notes (rows that change no state) and unacknowledged attempts."""
+        with self._write() as conn:
+            conn.executemany(_INSERT_LEDGER, [_ledger_params(r) for r in rows])
+            conn.executemany(_INSERT_ATTEMPT, [_attempt_params(a, a.acked) for a in attempts])
+
+    def force_lease_expiry(
+        self, delivery_id: str, token: int, at: datetime, row: LedgerRow
+    ) -> bool:
+        """Fault injection: make a live lease expire at ``at`` (guarded by its token)."""
+        with self._write() as conn:
+            cursor = conn.execute(
+                "UPDATE deliveries SET lease_expires_us = ? WHERE delivery_id = ?"
+                " AND state = 'leased' AND fencing_token = ?",
+                (to_us(at), delivery_id, token),
+            )
+            if cursor.rowcount == 1:
+                conn.execute(_INSERT_LEDGER, _ledger_params(row))
+                return True
+            return False
+
+    def tamper_event_body(self, event_id: str, body: bytes) -> None:
+        """Test and fault support: overwrite a stored body *without* its digest (a corruption)."""
+        with self._write() as conn:
+            conn.execute("UPDATE events SET body = ? WHERE event_id = ?", (body, event_id))
+
+    def set_endpoint_active(self, endpoint_id: str, active: bool) -> None:
+        with self._write() as conn:
+            conn.execute(
+                "UPDATE endpoints SET active = ? WHERE endpoint_id = ?", (int(active), endpoint_id)
+            )
+
+    def record_decision(
+        self,
+        *,
+        at: datetime,
+        actor: str,
+        reason: str,
+        scope: Mapping[str, Any],
+        deadline_at: datetime,
+        result: str,
+        delivery_ids: Sequence[str],
+        problems: Sequence[Mapping[str, str]] = (),
+        notes: Sequence[LedgerRow] = (),
+    ) -> int:
+        with self._write() as conn:
+            return self._insert_decision(
+                conn, at, actor, reason, scope, deadline_at, result, delivery_ids, problems, notes
+            )
+
+    def _insert_decision(
+        self,
+        conn: sqlite3.Connection,
+        at: datetime,
+        actor: str,
+        reason: str,
+        scope: Mapping[str, Any],
+        deadline_at: datetime,
+        result: str,
+        delivery_ids: Sequence[str],
+        problems: Sequence[Mapping[str, str]],
+        notes: Sequence[LedgerRow],
+    ) -> int:
+        cursor = conn.execute(
+            "INSERT INTO redrive_decisions (at_us, actor, reason, scope, deadline_us, result,"
+            " delivery_ids, problems) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                to_us(at),
+                actor,
+                reason,
+                json.dumps(dict(scope), sort_keys=True),
+                to_us(deadline_at),
+                result,
+                json.dumps(list(delivery_ids)),
+                json.dumps([dict(p) for p in problems]),
+            ),
+        )
+        decision_id = int(cursor.lastrowid or 0)
+        for row in notes:
+            details = dict(row.details)
+            details["decision_id"] = decision_id
+            conn.execute(
+                _INSERT_LEDGER,
+                _ledger_params(
+                    LedgerRow(
+                        row.delivery_id,
+                        row.at,
+                        row.from_state,
+                        row.to_state,
+                        row.actor,
+                        row.cause,
+                        row.reason,
+                        details,
+                    )
+                ),
+            )
+        return decision_id
+
+    def reserve_decision_id(self) -> int:
+        """The id the next decision will get (for ledger details written with it)."""
+        rows = self._read("SELECT coalesce(max(decision_id), 0) + 1 FROM redrive_decisions")
+        return int(rows[0][0])
+
+    def apply_redrive(
+        self,
+        changes: Sequence[Change],
+        *,
+        at: datetime,
+        actor: str,
+        reason: str,
+        scope: Mapping[str, Any],
+        deadline_at: datetime,
+    ) -> int | None:
+        """All ``changes`` and a ``queued`` decision in one transaction, or nothing (``None``)
+        when any compare-and-set fails."""
+        with self._lock:
+            try:
+                with self._write() as conn:
+                    for change in changes:
+                        cursor = conn.execute(_UPDATE, _update_params(change.after, change.before))
+                        if cursor.rowcount != 1:
+                            raise _CasFailed
+                    return self._insert_decision(
+                        conn,
+                        at,
+                        actor,
+                        reason,
+                        scope,
+                        deadline_at,
+                        "queued",
+                        [c.before.delivery_id for c in changes],
+                        (),
+                        [c.row for c in changes],
+                    )
+            except _CasFailed:
+                return None
+
+
+class _CasFailed(Exception):
+    pass

@@ -1,0 +1,424 @@
+"""The delivery worker: claim due deliveries, send each attempt over HTTP, classify, persist, ack.
+
+A :class:`Worker` has a name and its own view of time (the simulation clock plus a per-worker
+skew). One pass (:meth:`Worker.run_once`) is three steps:
+
+1. :meth:`claim` — compare-and-set leases on the due deliveries (one transaction);
+2. :meth:`send` — for each lease, sign afresh (wire clock), POST the byte-identical body through
+   the injected ``httpx.AsyncClient``, and turn what happened into an
+   :class:`~sender_sim.classify.Outcome` (timeouts, DNS, TLS and connection errors included);
+3. :meth:`complete` — classify with the policy's profile, compute the pure transition, and persist
+   every transition with its ledger row and attempt in one transaction, each guarded by the
+   fencing token the lease was taken with. The acknowledgement *is* that guarded commit: a worker
+   acks only after the outcome is classified and the transition persisted, and a stale worker's
+   ack is refused and recorded as a lease-expiry duplicate.
+
+Faults from the simulator's plan fire inside these steps and are recorded as ledger notes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from receiver.signing import Secret
+from sender_sim.classify import Outcome
+from sender_sim.faults import Fault, FaultKind
+from sender_sim.records import Attempt, Delivery, Event, LedgerRow, OutcomeKind, State
+from sender_sim.store import Change
+from sender_sim.transitions import claim, settle
+from sender_sim.wire import failure_kind, redact, signed_headers
+
+if TYPE_CHECKING:
+    from sender_sim.simulator import Simulator
+
+__all__ = ["Lease", "RunReport", "Sent", "Worker"]
+
+FAULT_ACTOR = "fault-injector"
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A delivery leased to a worker, with the event it carries."""
+
+    delivery: Delivery
+    event: Event
+    worker: str
+
+    @property
+    def token(self) -> int:
+        return self.delivery.fencing_token
+
+
+@dataclass(frozen=True)
+class Sent:
+    """What one attempt observed, and whether the worker survived to persist it."""
+
+    lease: Lease
+    outcome: Outcome
+    started_at: datetime
+    ended_at: datetime
+    crashed: bool = False
+    notes: tuple[LedgerRow, ...] = ()
+
+
+@dataclass
+class RunReport:
+    """Counts from one or more worker passes."""
+
+    claimed: int = 0
+    sent: int = 0
+    delivered: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    stale_acks: int = 0
+    crashed: int = 0
+    passes: int = 0
+    transitions: int = 0
+    delivery_ids: set[str] = field(default_factory=set)
+
+    def add(self, other: RunReport) -> RunReport:
+        for name in (
+            "claimed",
+            "sent",
+            "delivered",
+            "retried",
+            "dead_lettered",
+            "stale_acks",
+            "crashed",
+            "passes",
+            "transitions",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.delivery_ids |= other.delivery_ids
+        return self
+
+
+def _note(delivery_id: str, at: datetime, actor: str, cause: str, **details: Any) -> LedgerRow:
+    return LedgerRow(delivery_id, at, None, None, actor, cause, None, details)
+
+
+class Worker:
+    """One named worker of a :class:`~sender_sim.simulator.Simulator`."""
+
+    def __init__(
+        self,
+        sim: Simulator,
+        name: str,
+        *,
+        clock_skew: timedelta = timedelta(0),
+        rescuer: bool = False,
+    ) -> None:
+        self.sim = sim
+        self.name = name
+        self.clock_skew = clock_skew
+        self.rescuer = rescuer
+
+    def __repr__(self) -> str:
+        return f"Worker({self.name!r}, skew={self.clock_skew})"
+
+    def now(self) -> datetime:
+        """This worker's idea of the time: simulation clock + its skew (+ a skew fault)."""
+        fault_skew = self.sim.faults.skew(FaultKind.WORKER_CLOCK_SKEW, worker=self.name)
+        return self.sim.clock.now() + self.clock_skew + fault_skew
+
+    # -- 1. claim ------------------------------------------------------------------------------
+
+    def claim(self, limit: int = 100, *, delivery_ids: Sequence[str] = ()) -> list[Lease]:
+        """Lease up to ``limit`` due deliveries (compare-and-set, one transaction)."""
+        now = self.now()
+        store = self.sim.store
+        if delivery_ids:
+            candidates = [store.delivery(i) for i in delivery_ids]
+        else:
+            candidates = store.claimable(now, limit)
+        changes: list[Change] = []
+        owners: list[str] = []
+        notes: list[LedgerRow] = []
+        policy = self.sim.policy
+        for before in candidates:
+            step = claim(before, worker=self.name, now=now, policy=policy)
+            if step is None:
+                continue
+            rival_fault = self.sim.faults.fires(
+                FaultKind.SECOND_WORKER,
+                delivery_id=before.delivery_id,
+                attempt=before.attempt + 1,
+                worker=self.name,
+            )
+            if rival_fault is not None and step.delivery.state is State.LEASED:
+                rival = f"{self.name}-rival"
+                rival_step = claim(before, worker=rival, now=now, policy=policy)
+                assert rival_step is not None
+                notes.append(
+                    _note(
+                        before.delivery_id,
+                        now,
+                        FAULT_ACTOR,
+                        "fault:second_worker",
+                        fault=rival_fault.describe(),
+                        workers=[rival, self.name],
+                    )
+                )
+                lost = _note(
+                    before.delivery_id,
+                    now,
+                    self.name,
+                    "claim_race_lost",
+                    token=step.delivery.fencing_token,
+                    winner=rival,
+                )
+                changes.append(Change(before, rival_step.delivery, rival_step.row))
+                owners.append(rival)
+                changes.append(Change(before, step.delivery, step.row, refused=lost))
+                owners.append(self.name)
+                continue
+            changes.append(Change(before, step.delivery, step.row))
+            owners.append(self.name)
+        if notes:
+            store.note(notes)
+        results = store.apply(changes)
+        leases: list[Lease] = []
+        for change, owner, ok in zip(changes, owners, results, strict=True):
+            if ok and change.after.state is State.LEASED:
+                leases.append(Lease(change.after, self.sim.event(change.after.event_id), owner))
+        return leases
+
+    # -- 2. send -------------------------------------------------------------------------------
+
+    async def send(self, lease: Lease) -> Sent:
+        """One attempt over HTTP; never raises for what the network does."""
+        sim = self.sim
+        delivery = lease.delivery
+        endpoint = sim.endpoint_config(delivery.endpoint_id)
+        fires = sim.faults.fires
+        where: dict[str, Any] = {
+            "delivery_id": delivery.delivery_id,
+            "attempt": delivery.attempt,
+            "worker": lease.worker,
+        }
+        notes: list[LedgerRow] = []
+        started_at = sim.clock.now()
+
+        def fired(fault: Fault | None, **details: Any) -> bool:
+            if fault is None:
+                return False
+            notes.append(
+                _note(
+                    delivery.delivery_id,
+                    started_at,
+                    FAULT_ACTOR,
+                    f"fault:{fault.kind.value}",
+                    fault=fault.describe(),
+                    attempt=delivery.attempt,
+                    worker=lease.worker,
+                    **details,
+                )
+            )
+            return True
+
+        secrets: list[Secret] = list(endpoint.secrets)
+        timestamp_skew = timedelta(0)
+        fault = fires(FaultKind.SIGNATURE_CLOCK_SKEW, **where)
+        if fired(fault):
+            assert fault is not None
+            timestamp_skew = fault.skew
+        if fired(fires(FaultKind.WRONG_SECRET, **where)):
+            secrets = [sim.random_secret()]
+        if fired(fires(FaultKind.ROTATED_SECRET, **where)):
+            secrets = [sim.random_secret(), *secrets]
+        body = lease.event.body
+        timestamp = int((sim.wire_clock.now() + timestamp_skew).timestamp())
+        headers = signed_headers(
+            scheme=endpoint.endpoint.scheme,
+            secrets=secrets,
+            event_id=lease.event.event_id,
+            body=body,
+            timestamp=timestamp,
+            delivery_id=delivery.delivery_id,
+            attempt=delivery.attempt,
+            deadline_at=delivery.deadline_at,
+        )
+        if fired(fires(FaultKind.TAMPERED_BODY, **where)):
+            body = _tamper(body)
+        copies = 1
+        concurrent = fires(FaultKind.CONCURRENT_SENDS, **where)
+        if fired(concurrent):
+            assert concurrent is not None
+            copies = concurrent.copies
+        sequential = 2 if fired(fires(FaultKind.DUPLICATE_SEND, **where)) else 1
+        redactions = [s.value for s in secrets] + [s.value.removeprefix("whsec_") for s in secrets]
+        url = endpoint.endpoint.url
+        if copies > 1:
+            outcomes = await asyncio.gather(
+                *(self._post(url, body, headers, redactions) for _ in range(copies))
+            )
+        else:
+            outcomes = [await self._post(url, body, headers, redactions) for _ in range(sequential)]
+        outcome = next(
+            (o for o in outcomes if o.status is not None and 200 <= o.status < 300), outcomes[0]
+        )
+        if len(outcomes) > 1:
+            notes.append(
+                _note(
+                    delivery.delivery_id,
+                    started_at,
+                    lease.worker,
+                    "copies_sent",
+                    attempt=delivery.attempt,
+                    answers=[o.status if o.status is not None else o.kind.value for o in outcomes],
+                )
+            )
+        if fired(
+            fires(FaultKind.LOST_RESPONSE, **where),
+            status=outcome.status if outcome.status is not None else outcome.kind.value,
+        ):
+            outcome = Outcome.failure(OutcomeKind.TIMEOUT, "the response was lost (fault)")
+        ended_at = sim.clock.now()
+        crash = fires(FaultKind.CRASH_AFTER_SEND, **where)
+        if fired(crash, status=outcome.status if outcome.status is not None else ""):
+            return Sent(lease, outcome, started_at, ended_at, crashed=True, notes=tuple(notes))
+        expiry = None if self.rescuer else fires(FaultKind.LEASE_EXPIRY_IN_FLIGHT, **where)
+        if fired(expiry):
+            sim.store.note(notes)
+            notes = []
+            await self._expire_and_rescue(lease, ended_at)
+        return Sent(lease, outcome, started_at, ended_at, notes=tuple(notes))
+
+    async def _post(
+        self, url: str, body: bytes, headers: dict[str, str], redactions: Sequence[str]
+    ) -> Outcome:
+        timeout = self.sim.policy.timeout.total_seconds()
+        try:
+            response = await self.sim.client.post(
+                url, content=body, headers=headers, timeout=timeout
+            )
+        except httpx.TransportError as error:
+            return Outcome.failure(failure_kind(error), redact(str(error)[:1000], redactions))
+        text = response.text[: 8 * 500]
+        return Outcome.response(
+            response.status_code, response.headers.get("retry-after"), redact(text, redactions)
+        )
+
+    async def _expire_and_rescue(self, lease: Lease, at: datetime) -> None:
+        """The lease runs out while this worker waits; a rescuer takes the delivery over."""
+        sim = self.sim
+        delivery = lease.delivery
+        row = _note(
+            delivery.delivery_id,
+            at,
+            FAULT_ACTOR,
+            "lease_expired_in_flight",
+            worker=lease.worker,
+            token=lease.token,
+        )
+        sim.store.force_lease_expiry(delivery.delivery_id, lease.token, at, row)
+        rescuer = Worker(sim, f"{lease.worker}-rescuer", clock_skew=self.clock_skew, rescuer=True)
+        leases = rescuer.claim(delivery_ids=[delivery.delivery_id])
+        sent = [await rescuer.send(x) for x in leases]
+        rescuer.complete(sent)
+
+    # -- 3. complete ---------------------------------------------------------------------------
+
+    def complete(self, results: Sequence[Sent]) -> list[bool]:
+        """Classify, transition and persist every result in one transaction (the acks)."""
+        sim = self.sim
+        policy = sim.policy
+        changes: list[Change] = []
+        notes: list[LedgerRow] = []
+        orphan_attempts: list[Attempt] = []
+        persisted: list[bool] = []
+        indexes: list[int] = []
+        for index, sent in enumerate(results):
+            lease = sent.lease
+            verdict = policy.profile.classify(sent.outcome)
+            outcome = sent.outcome
+            attempt = Attempt(
+                delivery_id=lease.delivery.delivery_id,
+                number=lease.delivery.attempt,
+                worker=lease.worker,
+                fencing_token=lease.token,
+                started_at=sent.started_at,
+                ended_at=sent.ended_at,
+                kind=outcome.kind,
+                classification=verdict.classification,
+                status=outcome.status,
+                retry_after=outcome.retry_after,
+                response_sample=outcome.sample,
+                error=outcome.error,
+            )
+            notes.extend(sent.notes)
+            persisted.append(False)
+            if sent.crashed:
+                orphan_attempts.append(replace(attempt, acked=False))
+                continue
+            now = self.now()
+            step = settle(
+                lease.delivery,
+                outcome,
+                verdict,
+                worker=lease.worker,
+                now=now,
+                policy=policy,
+                rng=sim.rng,
+            )
+            refused = _note(
+                lease.delivery.delivery_id,
+                now,
+                lease.worker,
+                "stale_ack_refused",
+                token=lease.token,
+                attempt=lease.delivery.attempt,
+                classification=verdict.classification,
+                status=outcome.status if outcome.status is not None else outcome.kind.value,
+                would_have=step.delivery.state.value,
+            )
+            changes.append(Change(lease.delivery, step.delivery, step.row, attempt, refused))
+            indexes.append(index)
+        if notes or orphan_attempts:
+            sim.store.note(notes, orphan_attempts)
+        results_ok = sim.store.apply(changes)
+        for index, ok in zip(indexes, results_ok, strict=True):
+            persisted[index] = ok
+        return persisted
+
+    # -- one pass ------------------------------------------------------------------------------
+
+    async def run_once(self, limit: int = 100, *, concurrency: int = 64) -> RunReport:
+        """Claim, send and complete one batch of due deliveries."""
+        leases = await asyncio.to_thread(self.claim, limit)
+        report = RunReport(passes=1, claimed=len(leases))
+        if not leases:
+            return report
+        gate = asyncio.Semaphore(concurrency)
+
+        async def one(lease: Lease) -> Sent:
+            async with gate:
+                return await self.send(lease)
+
+        sent = list(await asyncio.gather(*(one(lease) for lease in leases)))
+        acked = await asyncio.to_thread(self.complete, sent)
+        report.sent = len(sent)
+        for item, ok in zip(sent, acked, strict=True):
+            report.delivery_ids.add(item.lease.delivery.delivery_id)
+            if item.crashed:
+                report.crashed += 1
+            elif not ok:
+                report.stale_acks += 1
+        return report
+
+
+def _tamper(body: bytes) -> bytes:
+    """The body with one byte changed inside a string or number, so it stays likely-JSON."""
+    if not body:
+        return b" "
+    index = len(body) // 2
+    flipped = body[index] ^ 0x01
+    if flipped in b'"\\{}[]:,':
+        return body + b" "
+    return body[:index] + bytes([flipped]) + body[index + 1 :]
