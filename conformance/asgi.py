@@ -73,6 +73,6 @@ async def lifespan(app: Any) -> AsyncIterator[None]:
 async def app_client(app: Any, base_url: str = "http://hookproof.test") -> AsyncIterator[httpx.AsyncClient]:
     """An ``httpx.AsyncClient`` bound to ``app`` in process, inside its lifespan."""
     async with lifespan(app):
-        transport = httpx.ASGITransport(app=app)
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
             yield client

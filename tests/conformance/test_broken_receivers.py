@@ -1,0 +1,68 @@
+"""The runner's discriminating power: every deliberately broken receiver fails the scenarios that
+target its bug, a correct receiver written without hookproof's middleware passes all of them, and
+every receiver-side scenario is failed by at least one broken receiver."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from conformance.model import Harness
+from conformance.results import Outcome
+from tests.conformance.broken_receivers import BROKEN, MUST_FAIL, PROBE_TOKEN, plain_receiver
+from tests.conformance.support import SECRET, app_settings, run_in_process
+
+
+def test_a_correct_receiver_without_hookproof_passes_everything(tmp_path: Path) -> None:
+    app = plain_receiver(SECRET, db_path=str(tmp_path / "inbox.sqlite"))
+    results = run_in_process(app, app_settings(PROBE_TOKEN))
+    outcomes = {sid: r.outcome for sid, r in results.items()}
+    assert outcomes == {s.id: Outcome.PASSED for s in CATALOGUE.tagged(Harness.R)}
+
+
+@pytest.mark.parametrize(("bug", "must_fail"), sorted(MUST_FAIL.items()))
+def test_a_broken_receiver_fails_the_scenarios_that_target_its_bug(
+    bug: str, must_fail: frozenset[str]
+) -> None:
+    app = plain_receiver(SECRET, bugs=frozenset({bug}))
+    overrides: dict[str, object] = {}
+    if bug == "slow":  # every answer would time out: check only what targets it, quickly
+        overrides = {"timeout": 0.2, "select": tuple(must_fail), "samples": 2}
+    results = run_in_process(app, app_settings(PROBE_TOKEN, **overrides))
+    failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
+    assert must_fail <= failed, f"{bug}: {BROKEN[bug]}"
+    for scenario_id in must_fail:
+        failure = results[scenario_id].failures[0]
+        assert failure.expected and failure.observed
+        assert SECRET not in failure.reproduce + failure.observed
+
+
+def test_every_receiver_side_scenario_is_failed_by_some_broken_receiver() -> None:
+    receiver_side = {s.id for s in CATALOGUE if s.tags & {Harness.R, Harness.C}}
+    covered = set().union(*MUST_FAIL.values())
+    assert receiver_side - covered == set()
+    assert covered <= receiver_side
+    assert set(MUST_FAIL) == set(BROKEN)
+
+
+def test_without_a_probe_duplicates_are_judged_by_status_and_say_so() -> None:
+    app = plain_receiver(SECRET, bugs=frozenset({"no-dedupe"}))
+    results = run_in_process(app, app_settings(None, select=("idempotency",)))
+    sequential = results["idempotency.sequential-duplicate"]
+    assert sequential.observed_by == "status"
+    assert sequential.outcome is Outcome.PASSED  # status codes alone cannot see a second effect
+    assert results["signature.valid"].observed_by if "signature.valid" in results else True
+    skipped = run_in_process(app, app_settings(None, select=("response.ack-after-commit",)))
+    assert skipped["response.ack-after-commit"].outcome is Outcome.SKIPPED
+
+
+def test_with_a_probe_the_same_duplicate_is_judged_by_effects() -> None:
+    app = plain_receiver(SECRET, bugs=frozenset({"no-dedupe"}))
+    results = run_in_process(app, app_settings(PROBE_TOKEN, select=("idempotency.sequential-duplicate",)))
+    result = results["idempotency.sequential-duplicate"]
+    assert result.observed_by == "probe"
+    assert result.outcome is Outcome.FAILED
+    assert "2 effect(s)" in result.failures[0].observed
+    assert "Bearer <redacted>" in result.failures[0].reproduce
