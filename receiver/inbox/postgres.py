@@ -42,6 +42,11 @@ libpq sees the URL:
 ``pool_timeout``
     Seconds an operation waits for a free connection before answering
     :class:`~receiver.exceptions.InboxUnavailable` (default 5).
+``pool_reconnect_timeout``
+    Seconds the pool keeps retrying (with backoff) to replace one lost connection before it gives
+    that slot up and starts afresh on the next request (default 2). Short, so that the backoff
+    never grows long during an outage: the inbox is back within about this long after the
+    database is.
 
 psycopg is an optional dependency (``pip install 'hookproof[postgres]'``); it is imported only when
 this backend connects, and its absence is a :class:`~receiver.exceptions.ConfigurationError`.
@@ -85,12 +90,15 @@ DEFAULT_APPLICATION_NAME = "hookproof-receiver"
 DEFAULT_POOL_MIN_SIZE = 1
 DEFAULT_POOL_MAX_SIZE = 10
 DEFAULT_POOL_TIMEOUT_S = 5.0
+DEFAULT_POOL_RECONNECT_TIMEOUT_S = 2.0
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
 RETRY_AFTER_UNAVAILABLE_S = 1
 """What :class:`InboxUnavailable` suggests as ``Retry-After`` (the middleware decides)."""
 
 _SCHEMES = ("postgresql", "postgres")
-_HOOKPROOF_PARAMETERS = frozenset({"schema", "pool_min_size", "pool_max_size", "pool_timeout"})
+_HOOKPROOF_PARAMETERS = frozenset(
+    {"schema", "pool_min_size", "pool_max_size", "pool_timeout", "pool_reconnect_timeout"}
+)
 _SEARCH_PATH_OPTION = re.compile(r"(?:^|\s)-c\s*search_path\s*=\s*([^,\s]+)")
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_$]{0,62}$")
 
@@ -147,6 +155,7 @@ class PostgresLocation:
     pool_min_size: int
     pool_max_size: int
     pool_timeout: float
+    pool_reconnect_timeout: float
     display: str
     """``postgresql://user@host:port/dbname``, never with a password: safe for errors and logs."""
     password: str | None
@@ -193,6 +202,9 @@ def parse_location(location: str, *, schema: str | None = None) -> PostgresLocat
         pool_min_size=_number(ours, "pool_min_size", DEFAULT_POOL_MIN_SIZE, int, minimum=0),
         pool_max_size=_number(ours, "pool_max_size", DEFAULT_POOL_MAX_SIZE, int, minimum=1),
         pool_timeout=_number(ours, "pool_timeout", DEFAULT_POOL_TIMEOUT_S, float, minimum=0.001),
+        pool_reconnect_timeout=_number(
+            ours, "pool_reconnect_timeout", DEFAULT_POOL_RECONNECT_TIMEOUT_S, float, minimum=0.001
+        ),
         display=display,
         password=str(password) if password else None,
     )
@@ -286,6 +298,7 @@ class PostgresInbox(Inbox):
             configure=configure,
             check=AsyncConnectionPool.check_connection if check_connections else None,
             timeout=parsed.pool_timeout,
+            reconnect_timeout=parsed.pool_reconnect_timeout,
             name=f"hookproof-inbox-{parsed.schema}",
         )
         try:
