@@ -87,8 +87,8 @@ SENTENCES: Mapping[str, Sentence] = {
     ),
     "leased": lambda r, d: (
         f"leased to {d.get('worker')} (fencing token {d.get('token')}, lease until "
-        f"{d.get('lease_expires_at')}); attempt {d.get('attempt')} starts, ending by "
-        f"{d.get('would_end')} at the latest budget, {d.get('slack')} before the deadline"
+        f"{d.get('lease_expires_at')}); attempt {d.get('attempt')} starts, budgeted to end by "
+        f"{d.get('would_end')}, {d.get('slack')} before the deadline"
     ),
     "lease_taken_over": lambda r, d: (
         f"the lease of {d.get('previous_owner')} expired at {d.get('expired_at')}; "

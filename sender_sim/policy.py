@@ -64,10 +64,12 @@ class FullJitter:
             raise ConfigurationError("full jitter needs 0 < base <= cap")
 
     def ceiling(self, made: int) -> timedelta:
+        """``min(cap, base·2^(made-1))``, computed in integer microseconds (no overflow)."""
         exponent = max(0, made - 1)
-        if exponent > 60:
+        cap_us = self.cap // _US
+        if exponent >= cap_us.bit_length():
             return self.cap
-        return min(self.cap, self.base * (1 << exponent))
+        return timedelta(microseconds=min(cap_us, (self.base // _US) << exponent))
 
     def first_delay(self) -> timedelta:
         return timedelta(0)

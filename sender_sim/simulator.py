@@ -98,14 +98,16 @@ class Simulator:
         wire_clock: Clock | None = None,
         worker_id: str = "worker-1",
         worker_skew: timedelta = timedelta(0),
+        rng: random.Random | None = None,
     ) -> None:
         self.store = store if store is not None else SQLiteStore(":memory:")
         self.clock: Clock = clock if clock is not None else RealClock()
         self.wire_clock: Clock = wire_clock if wire_clock is not None else RealClock()
         self.policy = policy if policy is not None else Policy()
         self.seed = seed
-        self.rng = random.Random(seed)
+        self.rng = rng if rng is not None else random.Random(seed)
         self._secret_rng = random.Random(f"secrets:{seed}")
+        self._id_rng = random.Random(f"ids:{seed}")
         self.fault_plan = faults if faults is not None else FaultPlan()
         self.faults = FaultInjector(self.fault_plan)
         self._own_client = client is None
@@ -244,7 +246,7 @@ class Simulator:
         eid = (
             event_id
             if event_id is not None
-            else f"evt_{uuid.UUID(int=self.rng.getrandbits(128)).hex}"
+            else f"evt_{uuid.UUID(int=self._id_rng.getrandbits(128)).hex}"
         )
         if body is None:
             body = build_body(
@@ -261,7 +263,7 @@ class Simulator:
             scheme=scheme,
             max_body_bytes=self.policy.max_body_bytes,
         )
-        did = delivery_id or f"del_{uuid.UUID(int=self.rng.getrandbits(128)).hex}"
+        did = delivery_id or f"del_{uuid.UUID(int=self._id_rng.getrandbits(128)).hex}"
         step = new_delivery(
             delivery_id=did,
             event=event,

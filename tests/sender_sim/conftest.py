@@ -1,0 +1,85 @@
+"""Factories for the sender simulator tests: a virtual clock at the seed's morning, a shared
+secret, and a simulator wired to a scripted in-process receiver (``httpx.MockTransport``)."""
+
+from __future__ import annotations
+
+import base64
+import random
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import httpx
+import pytest
+
+from sender_sim import FaultPlan, Policy, Simulator, SQLiteStore, VirtualClock
+
+T0 = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
+SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
+URL = "http://127.0.0.1:8999/webhooks"
+US = timedelta(microseconds=1)
+
+Handler = Callable[[httpx.Request], httpx.Response]
+
+
+class FixedRandom(random.Random):
+    """A ``random.Random`` whose ``randint`` returns scripted values (jitter fixed by the test)."""
+
+    def __init__(self, *values: int) -> None:
+        super().__init__(0)
+        self.values = list(values)
+        self.asked: list[tuple[int, int]] = []
+
+    def randint(self, a: int, b: int) -> int:
+        self.asked.append((a, b))
+        value = self.values.pop(0)
+        assert a <= value <= b, f"scripted draw {value} outside [{a}, {b}]"
+        return value
+
+
+def always(status: int, **headers: str) -> Handler:
+    def handler(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, headers=headers, text=f"status {status}")
+
+    return handler
+
+
+MakeSim = Callable[..., Simulator]
+
+
+@pytest.fixture
+def make_sim() -> Iterator[MakeSim]:
+    """``make_sim(handler=..., policy=..., seed=..., faults=..., rng=..., store=...)``."""
+    made: list[Simulator] = []
+
+    def make(
+        handler: Handler | None = None,
+        *,
+        policy: Policy | None = None,
+        seed: int = 0,
+        faults: FaultPlan | None = None,
+        rng: random.Random | None = None,
+        store: SQLiteStore | None = None,
+        client: httpx.AsyncClient | None = None,
+        start: datetime = T0,
+        **kwargs: Any,
+    ) -> Simulator:
+        if client is None:
+            client = httpx.AsyncClient(transport=httpx.MockTransport(handler or always(200)))
+        sim = Simulator(
+            store or SQLiteStore(":memory:"),
+            clock=VirtualClock(start),
+            policy=policy,
+            client=client,
+            seed=seed,
+            faults=faults,
+            rng=rng,
+            **kwargs,
+        )
+        sim.add_endpoint("partner", URL, [SECRET])
+        made.append(sim)
+        return sim
+
+    yield make
+    for sim in made:
+        sim.store.close()
