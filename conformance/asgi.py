@@ -70,7 +70,9 @@ async def lifespan(app: Any) -> AsyncIterator[None]:
 
 
 @asynccontextmanager
-async def app_client(app: Any, base_url: str = "http://hookproof.test") -> AsyncIterator[httpx.AsyncClient]:
+async def app_client(
+    app: Any, base_url: str = "http://hookproof.test"
+) -> AsyncIterator[httpx.AsyncClient]:
     """An ``httpx.AsyncClient`` bound to ``app`` in process, inside its lifespan."""
     async with lifespan(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)

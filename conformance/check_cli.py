@@ -58,38 +58,92 @@ def _run(settings: CheckSettings) -> int:
 
 @click.command("check")
 @click.argument("url", required=False)
-@click.option("--secret", "secrets", multiple=True, envvar="HOOKPROOF_SECRET",
-              help="Signing secret (repeatable: several are active during rotation). "
-              "Env: HOOKPROOF_SECRET.")
-@click.option("--scheme", type=click.Choice(["standard", "stripe", "github"]), default=None,
-              help="The signing scheme the partner's platform uses (default standard).")
-@click.option("--probe", default=None, metavar="URL_PREFIX",
-              help="Probe prefix: GET {prefix}/{event_id} reports effects.")
-@click.option("--probe-token", default=None, envvar="HOOKPROOF_PROBE_TOKEN",
-              help="Bearer token of the probe. Env: HOOKPROOF_PROBE_TOKEN.")
+@click.option(
+    "--secret",
+    "secrets",
+    multiple=True,
+    envvar="HOOKPROOF_SECRET",
+    help="Signing secret (repeatable: several are active during rotation). Env: HOOKPROOF_SECRET.",
+)
+@click.option(
+    "--scheme",
+    type=click.Choice(["standard", "stripe", "github"]),
+    default=None,
+    help="The signing scheme the partner's platform uses (default standard).",
+)
+@click.option(
+    "--probe",
+    default=None,
+    metavar="URL_PREFIX",
+    help="Probe prefix: GET {prefix}/{event_id} reports effects.",
+)
+@click.option(
+    "--probe-token",
+    default=None,
+    envvar="HOOKPROOF_PROBE_TOKEN",
+    help="Bearer token of the probe. Env: HOOKPROOF_PROBE_TOKEN.",
+)
 @click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
 @click.option("--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity.")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="Seconds to wait for each answer (default 5).")
-@click.option("--concurrency", type=click.IntRange(min=2), default=None,
-              help="Copies sent at once by the concurrent-duplicate scenarios (default 8).")
-@click.option("--rate-limit", type=click.FloatRange(min=0, min_open=True), default=None,
-              help="At most this many requests per second.")
-@click.option("--wait-for-endpoint", type=click.FloatRange(min=0), default=None, metavar="S",
-              help="Retry refused connections, timeouts and 503 for up to S seconds first.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="Seconds to wait for each answer (default 5).",
+)
+@click.option(
+    "--concurrency",
+    type=click.IntRange(min=2),
+    default=None,
+    help="Copies sent at once by the concurrent-duplicate scenarios (default 8).",
+)
+@click.option(
+    "--rate-limit",
+    type=click.FloatRange(min=0, min_open=True),
+    default=None,
+    help="At most this many requests per second.",
+)
+@click.option(
+    "--wait-for-endpoint",
+    type=click.FloatRange(min=0),
+    default=None,
+    metavar="S",
+    help="Retry refused connections, timeouts and 503 for up to S seconds first.",
+)
 @click.option("--seed", type=int, default=None, help="Seed of the fuzzed cases (printed).")
-@click.option("--tolerance", type=click.IntRange(min=0), default=None,
-              help="The receiver's timestamp tolerance in seconds (default 300).")
-@click.option("--samples", type=click.IntRange(min=1), default=None,
-              help="Deliveries measured by the latency scenario (default 20).")
-@click.option("--config", "config_path", default=None, metavar="FILE",
-              help="hookproof.toml or pyproject.toml ([tool.hookproof]).")
-@click.option("--event-template", default=None, metavar="FILE",
-              help="JSON payload the platform sends ({{event_id}}, {{occurred_at}}).")
+@click.option(
+    "--tolerance",
+    type=click.IntRange(min=0),
+    default=None,
+    help="The receiver's timestamp tolerance in seconds (default 300).",
+)
+@click.option(
+    "--samples",
+    type=click.IntRange(min=1),
+    default=None,
+    help="Deliveries measured by the latency scenario (default 20).",
+)
+@click.option(
+    "--config",
+    "config_path",
+    default=None,
+    metavar="FILE",
+    help="hookproof.toml or pyproject.toml ([tool.hookproof]).",
+)
+@click.option(
+    "--event-template",
+    default=None,
+    metavar="FILE",
+    help="JSON payload the platform sends ({{event_id}}, {{occurred_at}}).",
+)
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
 @click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
-@click.option("--show-secrets", is_flag=True, default=None,
-              help="Show signatures and the probe token in reproductions.")
+@click.option(
+    "--show-secrets",
+    is_flag=True,
+    default=None,
+    help="Show signatures and the probe token in reproductions.",
+)
 def check_command(
     url: str | None,
     secrets: tuple[str, ...],
@@ -113,12 +167,24 @@ def check_command(
 ) -> int:
     """Check which delivery guarantees the webhook endpoint at URL keeps."""
     flags: dict[str, Any] = {
-        "url": url, "secrets": secrets, "scheme": scheme, "probe": probe,
-        "probe_token": probe_token, "select": select, "deselect": deselect, "timeout": timeout,
-        "concurrency": concurrency, "rate_limit": rate_limit,
-        "wait_for_endpoint": wait_for_endpoint, "seed": seed, "tolerance": tolerance,
-        "samples": samples, "event_template": event_template, "json": json_path,
-        "junit": junit_path, "show_secrets": show_secrets or None,
+        "url": url,
+        "secrets": secrets,
+        "scheme": scheme,
+        "probe": probe,
+        "probe_token": probe_token,
+        "select": select,
+        "deselect": deselect,
+        "timeout": timeout,
+        "concurrency": concurrency,
+        "rate_limit": rate_limit,
+        "wait_for_endpoint": wait_for_endpoint,
+        "seed": seed,
+        "tolerance": tolerance,
+        "samples": samples,
+        "event_template": event_template,
+        "json": json_path,
+        "junit": junit_path,
+        "show_secrets": show_secrets or None,
     }
     settings = CheckSettings().merged(load_config(config_path)).merged(flags)
     return _run(settings)
@@ -142,8 +208,9 @@ def scenarios_command(as_json: bool, markdown: bool, select: Sequence[str]) -> i
         click.echo(f"{'id':<{width}}  {'severity':<8}  {'tags':<5}  title")
         for scenario in chosen:
             tags = "".join(t.value for t in Harness if t in scenario.tags)
-            click.echo(f"{scenario.id:<{width}}  {scenario.severity.value:<8}  {tags:<5}  "
-                       f"{scenario.title}")
+            click.echo(
+                f"{scenario.id:<{width}}  {scenario.severity.value:<8}  {tags:<5}  {scenario.title}"
+            )
         click.echo(f"\n{len(chosen)} scenarios")
     return 0
 

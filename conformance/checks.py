@@ -60,8 +60,13 @@ def _labelled(run: WireRun, expectation: Expectation) -> list[Exchange]:
     return run.exchanges.get(expectation.args["label"], [])
 
 
-def _failure(run: WireRun, expectation: Expectation, exchanges: Iterable[Exchange],
-             observed: str | None = None, expected: str | None = None) -> Failure:
+def _failure(
+    run: WireRun,
+    expectation: Expectation,
+    exchanges: Iterable[Exchange],
+    observed: str | None = None,
+    expected: str | None = None,
+) -> Failure:
     shown = list(exchanges)
     sensitive = run.redactions()
     observed_text = observed or "; ".join(e.describe(sensitive) for e in shown)
@@ -85,7 +90,9 @@ async def _status(run: WireRun, expectation: Expectation) -> Verdict:
         count = f"{len(bad)} of {len(exchanges)} answers: " if len(exchanges) > 1 else ""
         first = bad[0]
         return _failure(
-            run, expectation, [first],
+            run,
+            expectation,
+            [first],
             observed=count + first.describe(run.redactions()),
             expected=f"{expectation.describe()} (allowed: {', '.join(allowed)})",
         )
@@ -102,8 +109,9 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
     return _failure(run, expectation, exchanges[:3])
 
 
-async def _probe_failure(run: WireRun, expectation: Expectation, event_label: str,
-                         observed: str) -> Failure:
+async def _probe_failure(
+    run: WireRun, expectation: Expectation, event_label: str, observed: str
+) -> Failure:
     event = run.events[event_label]
     sent = [e for group in run.exchanges.values() for e in group if e.event_id == event.event_id]
     assert run.options.probe is not None
@@ -158,7 +166,9 @@ async def _latency(run: WireRun, expectation: Expectation) -> Verdict:
     slowest = max(exchanges, key=lambda e: e.latency_s if e.answered else math.inf)
     shown = "no answer" if math.isinf(observed) else f"{observed * 1000:.0f} ms"
     return _failure(
-        run, expectation, [slowest],
+        run,
+        expectation,
+        [slowest],
         observed=f"p{quantile * 100:g} over {len(exchanges)} deliveries: {shown}",
         expected=f"{expectation.describe()} ({timeout:g} s)",
     )
@@ -172,7 +182,9 @@ async def _problem_json(run: WireRun, expectation: Expectation) -> Verdict:
             media = exchange.headers.get("content-type", "").split(";")[0].strip().lower()
             if media != "application/problem+json":
                 return _failure(
-                    run, expectation, [exchange],
+                    run,
+                    expectation,
+                    [exchange],
                     observed=f"{exchange.status} with content-type {media or '(none)'!r}",
                 )
     return None
@@ -187,7 +199,7 @@ def _leak_candidates(run: WireRun, exchange: Exchange) -> set[str]:
         key = scheme.scheme.key(secret)
         found.add(base64.b64encode(key).decode())
         request = exchange.request
-        event_id = (request.header("webhook-id") or request.header("x-github-delivery") or b"")
+        event_id = request.header("webhook-id") or request.header("x-github-delivery") or b""
         stamp = request.header("webhook-timestamp") or b""
         for signed in (
             event_id + b"." + stamp + b"." + request.body,
@@ -207,7 +219,9 @@ async def _no_leak(run: WireRun, expectation: Expectation) -> Verdict:
         text = exchange.body + " " + " ".join(exchange.headers.values())
         if any(candidate in text for candidate in _leak_candidates(run, exchange)):
             return _failure(
-                run, expectation, [exchange],
+                run,
+                expectation,
+                [exchange],
                 observed=f"{exchange.status}: the answer contains a secret or a signature "
                 "(not shown)",
             )

@@ -61,9 +61,13 @@ class CheckSettings:
 
     def validate(self) -> CheckSettings:
         if not self.url:
-            raise UsageError("no endpoint URL: pass it as 'hookproof check URL' or 'url' in the config")
+            raise UsageError(
+                "no endpoint URL: pass it as 'hookproof check URL' or 'url' in the config"
+            )
         if not self.url.startswith(("http://", "https://")):
-            raise UsageError(f"the endpoint URL must start with http:// or https://, got {self.url!r}")
+            raise UsageError(
+                f"the endpoint URL must start with http:// or https://, got {self.url!r}"
+            )
         if not self.secrets:
             raise UsageError("no secret: pass --secret (repeatable) or 'secret' in the config")
         if self.scheme not in ("standard", "stripe", "github"):
@@ -84,10 +88,21 @@ class CheckSettings:
 
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
-    "url": str, "scheme": str, "probe": str, "probe_token": str, "event_template": str,
-    "json": str, "junit": str, "timeout": (int, float), "rate_limit": (int, float),
-    "wait_for_endpoint": (int, float), "concurrency": int, "seed": int, "tolerance": int,
-    "margin": int, "samples": int,
+    "url": str,
+    "scheme": str,
+    "probe": str,
+    "probe_token": str,
+    "event_template": str,
+    "json": str,
+    "junit": str,
+    "timeout": (int, float),
+    "rate_limit": (int, float),
+    "wait_for_endpoint": (int, float),
+    "concurrency": int,
+    "seed": int,
+    "tolerance": int,
+    "margin": int,
+    "samples": int,
 }
 _LISTS = {"select", "deselect", "secret", "secrets"}
 
@@ -144,7 +159,9 @@ def load_config(
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {error}") from None
     except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(f"cannot read config file {str(path)!r}: {error.__class__.__name__}") from None
+        raise ConfigError(
+            f"cannot read config file {str(path)!r}: {error.__class__.__name__}"
+        ) from None
     if is_pyproject:
         tool = data.get("tool", {})
         data = tool.get("hookproof", {}) if isinstance(tool, dict) else {}
@@ -178,7 +195,9 @@ def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -
         else:
             expected = _TYPES[key]
             if isinstance(value, bool) or not isinstance(value, expected):
-                raise ConfigError(f"config key {raw_key!r} has the wrong type ({type(value).__name__})")
+                raise ConfigError(
+                    f"config key {raw_key!r} has the wrong type ({type(value).__name__})"
+                )
             if isinstance(value, str):
                 value = substitute_env(value, raw_key, environ)
             if key == "event_template":

@@ -11,10 +11,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from conformance.config import CheckSettings
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
-
-from conformance.config import CheckSettings
 
 __all__ = ["ServedReceiver", "demo_settings", "serving_reference_receiver"]
 

@@ -100,7 +100,10 @@ def _scenario_section(s: Scenario) -> list[str]:
         lines.append("- needs a probe (skipped without one)")
     lines += ["", "Steps:", ""]
     lines += [f"{n}. `{step.describe()}`" for n, step in enumerate(s.steps, start=1)]
-    for side, words in ((Side.RECEIVER, "The receiver must show"), (Side.SENDER, "The sender must end with")):
+    for side, words in (
+        (Side.RECEIVER, "The receiver must show"),
+        (Side.SENDER, "The sender must end with"),
+    ):
         chosen = s.expectations_of(side)
         if chosen:
             lines += ["", f"{words}:", ""]

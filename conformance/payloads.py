@@ -30,7 +30,9 @@ def load_template(path: str | Path) -> str:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read the event template {str(path)!r}: {error.__class__.__name__}") from None
+        raise UsageError(
+            f"cannot read the event template {str(path)!r}: {error.__class__.__name__}"
+        ) from None
     PayloadFactory(text).body("evt_check")
     return text
 
@@ -50,12 +52,16 @@ class PayloadFactory:
         try:
             document = json.loads(text)
         except json.JSONDecodeError as error:
-            raise UsageError(f"the event template is not JSON: {error.msg} at line {error.lineno}") from None
+            raise UsageError(
+                f"the event template is not JSON: {error.msg} at line {error.lineno}"
+            ) from None
         if self.id_in_body and not isinstance(document, dict):
             raise UsageError("the event template must be a JSON object for the stripe scheme")
         return text, document
 
-    def body(self, event_id: str, *, variant: str = "template", reference: str | None = None) -> bytes:
+    def body(
+        self, event_id: str, *, variant: str = "template", reference: str | None = None
+    ) -> bytes:
         """The body bytes. ``variant`` ``unusual`` renders the same document as odd-but-valid
         JSON; ``reference`` fixes the business data so that two events get identical bodies."""
         text, document = self._document(reference or event_id)

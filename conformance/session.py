@@ -11,8 +11,6 @@ from typing import Any
 
 import httpx
 
-from receiver.signing import Secret
-
 from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings
 from conformance.engine import execute
@@ -25,6 +23,7 @@ from conformance.reporters import Reporter
 from conformance.results import Summary
 from conformance.wire import WireScheme
 from conformance.wire_harness import WireHarness, WireOptions
+from receiver.signing import Secret
 
 __all__ = ["plan", "run_check", "url_client", "wire_options"]
 
@@ -33,10 +32,16 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
     """The wire harness's options for validated ``settings``."""
     assert settings.url is not None
     scheme = WireScheme(settings.scheme, tuple(Secret(s) for s in settings.secrets))
-    template = load_template(settings.event_template) if settings.event_template else DEFAULT_TEMPLATE
+    template = (
+        load_template(settings.event_template) if settings.event_template else DEFAULT_TEMPLATE
+    )
     payloads = PayloadFactory(template, id_in_body=scheme.id_in_body)
     payloads.body("evt_template_check")
-    probe = Probe(settings.probe, settings.probe_token) if settings.probe and settings.probe_token else None
+    probe = (
+        Probe(settings.probe, settings.probe_token)
+        if settings.probe and settings.probe_token
+        else None
+    )
     extra: dict[str, Any] = {"nonce": nonce} if nonce else {}
     return WireOptions(
         url=settings.url,
@@ -104,8 +109,12 @@ async def _drive(
     runner = WireHarness(options, client, harness)
     summary = Summary()
     async for event in execute(
-        scenarios, runner, target=options.url, scheme=options.scheme.name,
-        probe=options.probe is not None, seed=seed,
+        scenarios,
+        runner,
+        target=options.url,
+        scheme=options.scheme.name,
+        probe=options.probe is not None,
+        seed=seed,
     ):
         for reporter in reporters:
             reporter.handle(event)

@@ -20,9 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from receiver.signing import Secret, scheme_named
-
 from conformance.exceptions import UsageError
+from receiver.signing import Secret, scheme_named
 
 __all__ = [
     "MUTATIONS",
@@ -109,9 +108,7 @@ def unusual_json(document: Any) -> bytes:
         out = []
         for index, char in enumerate(text):
             if index == 0 or ord(char) > 0x7E:
-                out.append(
-                    "".join(f"\\u{unit:04x}" for unit in _utf16(char))
-                )
+                out.append("".join(f"\\u{unit:04x}" for unit in _utf16(char)))
             elif char == "/":
                 out.append("\\/")
             else:
@@ -186,10 +183,20 @@ class WireScheme:
     def signatures_of(self, headers: dict[str, str]) -> list[str]:
         """The secret-derived values in a signature header (to scrub from echoed bodies)."""
         raw = headers.get(self.signature_header, "")
-        return [m["value"] for m in _TOKEN.finditer(raw) if m["name"] != "t" and len(m["value"]) > 8]
+        return [
+            m["value"] for m in _TOKEN.finditer(raw) if m["name"] != "t" and len(m["value"]) > 8
+        ]
 
-    def extra_signature(self, headers: dict[str, str], *, kind: str, body: bytes, event_id: str,
-                        timestamp: int, rng: random.Random) -> dict[str, str]:
+    def extra_signature(
+        self,
+        headers: dict[str, str],
+        *,
+        kind: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        rng: random.Random,
+    ) -> dict[str, str]:
         """Prepend a signature the receiver must skip: ``rotation`` (another secret) or
         ``unknown-version`` (a version it does not know), keeping the valid one second."""
         header = self.signature_header
@@ -230,7 +237,9 @@ class WireScheme:
         except KeyError:
             raise UsageError(f"the {self.name} scheme has no {role} to drop") from None
 
-    def _stripe_without_id(self, headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
+    def _stripe_without_id(
+        self, headers: dict[str, str], body: bytes
+    ) -> tuple[dict[str, str], bytes]:
         document = json.loads(body)
         document.pop("id", None)
         stripped = json.dumps(document, separators=(",", ":")).encode()
@@ -240,12 +249,34 @@ class WireScheme:
     def roles(self) -> tuple[str, ...]:
         return ("id", "signature") if self.name == "github" else ("id", "timestamp", "signature")
 
-    def malformed(self, headers: dict[str, str], rng: random.Random, count: int) -> list[dict[str, bytes]]:
+    def malformed(
+        self, headers: dict[str, str], rng: random.Random, count: int
+    ) -> list[dict[str, bytes]]:
         """``count`` seeded variants of ``headers`` with one header value broken."""
         junk = [
-            b"", b" ", b",", b"=", b"v1", b"v1,", b"v1,!!!", b"\xff\xfe", b"t=", b"sha256=",
-            b"-1", b"1e9", b"12.5", b" 42", b"0x10", b"9" * 40, b"a" * 5000, b"v1,===",
-            b"t=abc,v1=zz", b"sha256=" + b"g" * 64, b"%00", b"\"quoted\"", b"null",
+            b"",
+            b" ",
+            b",",
+            b"=",
+            b"v1",
+            b"v1,",
+            b"v1,!!!",
+            b"\xff\xfe",
+            b"t=",
+            b"sha256=",
+            b"-1",
+            b"1e9",
+            b"12.5",
+            b" 42",
+            b"0x10",
+            b"9" * 40,
+            b"a" * 5000,
+            b"v1,===",
+            b"t=abc,v1=zz",
+            b"sha256=" + b"g" * 64,
+            b"%00",
+            b'"quoted"',
+            b"null",
         ]
         names = [name for name in headers]
         cases: list[dict[str, bytes]] = []

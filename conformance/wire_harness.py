@@ -14,10 +14,12 @@ import asyncio
 import itertools
 import random
 import secrets as secrets_module
+import tempfile
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -28,6 +30,9 @@ from conformance.payloads import PayloadFactory
 from conformance.probe import Probe
 from conformance.results import Failure, Outcome, ScenarioResult
 from conformance.wire import WireRequest, WireScheme, tamper
+
+if TYPE_CHECKING:
+    from conformance.sender_driver import SenderDriver
 
 __all__ = ["ACTIONS", "WireHarness", "WireOptions", "WireRun", "action"]
 
@@ -92,6 +97,7 @@ class WireRun:
     events: dict[str, EventOnWire] = field(default_factory=dict)
     exchanges: dict[str, list[Exchange]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    driver: SenderDriver | None = None
     sensitive: set[str] = field(default_factory=set)
     _counter: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -101,7 +107,9 @@ class WireRun:
         slug = self.scenario_id.replace(".", "-")
         return f"evt_hp_{self.options.nonce}_{slug}_{next(self._counter)}"
 
-    def event(self, label: str, *, same_body_as: str | None = None, body: str = "template") -> EventOnWire:
+    def event(
+        self, label: str, *, same_body_as: str | None = None, body: str = "template"
+    ) -> EventOnWire:
         known = self.events.get(label)
         if known is not None:
             return known
@@ -137,13 +145,19 @@ class WireRun:
         timestamp = self.timestamp(event, skew, fresh=True)
         if mutation == "wrong-secret":
             wrong = _wrong_secret(scheme, self.rng)
-            headers = scheme.sign(body, event_id=event.event_id, timestamp=timestamp, secrets=[wrong])
+            headers = scheme.sign(
+                body, event_id=event.event_id, timestamp=timestamp, secrets=[wrong]
+            )
         else:
             headers = scheme.sign(body, event_id=event.event_id, timestamp=timestamp)
         if mutation in ("rotation", "unknown-version"):
             headers = scheme.extra_signature(
-                headers, kind=mutation, body=body, event_id=event.event_id,
-                timestamp=timestamp, rng=self.rng,
+                headers,
+                kind=mutation,
+                body=body,
+                event_id=event.event_id,
+                timestamp=timestamp,
+                rng=self.rng,
             )
         elif mutation == "tampered-body":
             body = tamper(body)
@@ -179,12 +193,21 @@ class WireRun:
         except httpx.LocalProtocolError as error:
             raise HarnessError(f"the runner built an invalid request: {error}") from None
         except (TimeoutError, httpx.TimeoutException):
-            exchange = Exchange(request, None, time.perf_counter() - started,
-                                error=f"no answer within {timeout:g} s (timeout)", event_id=event_id)
+            exchange = Exchange(
+                request,
+                None,
+                time.perf_counter() - started,
+                error=f"no answer within {timeout:g} s (timeout)",
+                event_id=event_id,
+            )
         except httpx.HTTPError as error:
-            exchange = Exchange(request, None, time.perf_counter() - started,
-                                error=f"{error.__class__.__name__}: the request failed",
-                                event_id=event_id)
+            exchange = Exchange(
+                request,
+                None,
+                time.perf_counter() - started,
+                error=f"{error.__class__.__name__}: the request failed",
+                event_id=event_id,
+            )
         else:
             exchange = Exchange(
                 request,
@@ -196,6 +219,12 @@ class WireRun:
             )
         self.exchanges.setdefault(label, []).append(exchange)
         return exchange
+
+    def record(self, label: str, exchange: Exchange) -> None:
+        """Keep an exchange the sender simulator made (and remember its signatures to redact)."""
+        headers = {k: v.decode("latin-1") for k, v in exchange.request.headers}
+        self.sensitive.update(self.options.scheme.signatures_of(headers))
+        self.exchanges.setdefault(label, []).append(exchange)
 
     def skew(self, args: Mapping[str, Any]) -> int:
         return (
@@ -240,11 +269,6 @@ def action(name: str) -> Callable[[ActionFn], ActionFn]:
     return register
 
 
-@action("publish")
-async def _publish(run: WireRun, args: Mapping[str, Any]) -> None:
-    run.event(args["event"], same_body_as=args.get("same_body_as"))
-
-
 @action("deliver")
 async def _deliver(run: WireRun, args: Mapping[str, Any]) -> None:
     event = run.event(args["event"], body=args.get("body", "template"))
@@ -259,7 +283,9 @@ async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     signed = {k: v.decode("latin-1") for k, v in good.headers if k != "content-type"}
     for headers in run.options.scheme.malformed(signed, run.rng, int(args.get("cases", 12))):
         wire = (("content-type", b"application/json"), *headers.items())
-        await run.send(args["label"], WireRequest(run.options.url, wire, event.body), event.event_id)
+        await run.send(
+            args["label"], WireRequest(run.options.url, wire, event.body), event.event_id
+        )
 
 
 @action("deliver_many")
@@ -270,40 +296,20 @@ async def _deliver_many(run: WireRun, args: Mapping[str, Any]) -> None:
         await run.send(args["label"], run.signed(event), event.event_id)
 
 
-async def _copies(run: WireRun, label: str, event: EventOnWire, copies: int) -> None:
-    requests = []
-    for _ in range(copies):
-        event.attempts += 1
-        requests.append(run.signed(event, attempt=event.attempts))
-    await asyncio.gather(*(run.send(label, r, event.event_id) for r in requests))
-
-
-@action("attempt")
-async def _attempt(run: WireRun, args: Mapping[str, Any]) -> None:
+@action("deliver_concurrently")
+async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
     event = run.event(args["event"])
-    event.attempts += 1
-    # a fault such as a lost response or a crash after send changes what the sender does next,
-    # not what the receiver saw: the request goes out and its answer is recorded all the same
-    await run.send(args["label"], run.signed(event, attempt=event.attempts), event.event_id)
-
-
-@action("attempt_concurrently")
-async def _attempt_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
     copies = int(args.get("copies") or run.options.concurrency)
-    await _copies(run, args["label"], run.event(args["event"]), copies)
+    requests = [run.signed(event) for _ in range(copies)]
+    await asyncio.gather(*(run.send(args["label"], r, event.event_id) for r in requests))
 
 
-@action("redrive")
-async def _redrive(run: WireRun, args: Mapping[str, Any]) -> None:
-    await _copies(run, args["label"], run.event(args["event"]), int(args.get("operators", 1)))
+def _sender_steps(scenario: Scenario) -> bool:
+    from conformance.sender_driver import SENDER_ACTIONS
 
-
-async def _sender_time_only(run: WireRun, args: Mapping[str, Any]) -> None:
-    run.notes.append("sender-side time passes; the next request is signed afresh")
-
-
-for _name in ("advance", "expire_lease", "dead_letter"):
-    ACTIONS[_name] = _sender_time_only
+    return any(
+        step.action in SENDER_ACTIONS and step.action not in ACTIONS for step in scenario.steps
+    )
 
 
 class WireHarness:
@@ -333,10 +339,17 @@ class WireHarness:
         started = time.perf_counter()
         observed_by = self.observed_by(scenario)
 
-        def result(outcome: Outcome, failures: Sequence[Failure] = (), message: str = "") -> ScenarioResult:
+        def result(
+            outcome: Outcome, failures: Sequence[Failure] = (), message: str = ""
+        ) -> ScenarioResult:
             return ScenarioResult(
-                scenario, outcome, observed_by, time.perf_counter() - started,
-                tuple(failures), message, self.harness.value,
+                scenario,
+                outcome,
+                observed_by,
+                time.perf_counter() - started,
+                tuple(failures),
+                message,
+                self.harness.value,
             )
 
         reason = self.skip_reason(scenario)
@@ -344,13 +357,24 @@ class WireHarness:
             return result(Outcome.SKIPPED, message=reason)
         seed = self.options.seed
         run = WireRun(
-            self.options, self.client, self.limiter,
-            random.Random(f"{seed}:{scenario.id}"), scenario.id,
+            self.options,
+            self.client,
+            self.limiter,
+            random.Random(f"{seed}:{scenario.id}"),
+            scenario.id,
         )
         failures: list[Failure] = []
+        workdir = tempfile.TemporaryDirectory(prefix="hookproof-sender-")
         try:
+            driver = self._driver(run, scenario, Path(workdir.name))
             for step in scenario.steps:
-                await ACTIONS[step.action](run, step.args)
+                if step.action in ACTIONS:
+                    await ACTIONS[step.action](run, step.args)
+                else:
+                    assert driver is not None
+                    from conformance.sender_driver import SENDER_ACTIONS
+
+                    await SENDER_ACTIONS[step.action](driver, step.args)
             for expectation in scenario.expectations_of(Side.RECEIVER):
                 verdict = await RECEIVER_CHECKS[expectation.check](run, expectation)
                 if isinstance(verdict, Failure):
@@ -361,4 +385,36 @@ class WireHarness:
             return result(Outcome.ERROR, message=str(error))
         except Exception as error:  # a runner problem becomes an error outcome, never a crash
             return result(Outcome.ERROR, message=f"{error.__class__.__name__}: {error}")
+        finally:
+            if run.driver is not None:
+                await run.driver.close()
+            workdir.cleanup()
         return result(Outcome.FAILED if failures else Outcome.PASSED, failures)
+
+    def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver | None:
+        """A sender simulator whose requests go to this harness's endpoint, if steps need one."""
+        if not _sender_steps(scenario):
+            return None
+        from conformance.sender_driver import RecordingTransport, SenderDriver
+
+        options = self.options
+        transport = RecordingTransport(run.client.send, run.record, options.timeout)
+        driver = SenderDriver(
+            transport=transport,
+            url=options.url,
+            scheme=options.scheme.name,
+            secrets=[s.value for s in options.scheme.secrets],
+            make_body=lambda eid, ref, variant: options.payloads.body(
+                eid, variant=variant, reference=ref
+            ),
+            new_event_id=run.new_event_id,
+            seed=options.seed,
+            virtual_wire_clock=False,
+            store_dir=workdir,
+            timeout_s=options.timeout,
+        )
+        driver.prepare(scenario.steps)
+        for label, tracked in driver.events.items():
+            run.events[label] = EventOnWire(tracked.event_id, tracked.body)
+        run.driver = driver
+        return driver

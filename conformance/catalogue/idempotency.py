@@ -8,7 +8,7 @@ scripted receiver, and the sender-side expectations say what it must have put on
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Side, Severity, expect, step
+from conformance.model import Harness, Scenario, Severity, Side, expect, step
 
 __all__ = ["SCENARIOS"]
 
@@ -47,8 +47,13 @@ SCENARIOS: tuple[Scenario, ...] = (
             ONCE,
             SAME_BYTES,
             FRESH,
-            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
-                   state="delivered"),
+            expect(
+                "sender_state",
+                "the sender ends delivered",
+                side=Side.SENDER,
+                event="a",
+                state="delivered",
+            ),
         ),
     ),
     Scenario(
@@ -69,10 +74,19 @@ SCENARIOS: tuple[Scenario, ...] = (
             expect("status", "the resent copy is 2xx", label="resend", allowed=("2xx",)),
             ONCE,
             SAME_BYTES,
-            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
-                   state="delivered"),
-            expect("stale_ack_recorded", "the crashed worker's attempt is in the ledger",
-                   side=Side.SENDER, event="a"),
+            expect(
+                "sender_state",
+                "the sender ends delivered",
+                side=Side.SENDER,
+                event="a",
+                state="delivered",
+            ),
+            expect(
+                "stale_ack_recorded",
+                "the crashed worker's attempt is in the ledger",
+                side=Side.SENDER,
+                event="a",
+            ),
         ),
     ),
     Scenario(
@@ -87,8 +101,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("attempt_concurrently", event="a", label="copies"),
         ),
         expectations=(
-            expect("status", "every copy is 2xx or 503", label="copies",
-                   allowed=("2xx", "503")),
+            expect("status", "every copy is 2xx or 503", label="copies", allowed=("2xx", "503")),
             expect("status_some", "at least one copy is 2xx", label="copies", allowed=("2xx",)),
             ONCE,
             SAME_BYTES,
@@ -102,12 +115,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         severity=Severity.MUST,
         tags=frozenset({Harness.R, Harness.C}),
         steps=(
-            step("attempt_concurrently", event="a", label="copies", copies=2),
-            step("attempt", event="a", label="after"),
+            step("deliver_concurrently", event="a", label="copies", copies=2),
+            step("deliver", event="a", label="after"),
         ),
         expectations=(
-            expect("status", "every copy is 2xx or 503 with Retry-After", label="copies",
-                   allowed=("2xx", "503+retry-after")),
+            expect(
+                "status",
+                "every copy is 2xx or 503 with Retry-After",
+                label="copies",
+                allowed=("2xx", "503+retry-after"),
+            ),
             expect("status", "a later copy is 2xx", label="after", allowed=("2xx",)),
             ONCE,
         ),
@@ -131,8 +148,13 @@ SCENARIOS: tuple[Scenario, ...] = (
             ONCE,
             SAME_BYTES,
             FRESH,
-            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
-                   state="delivered"),
+            expect(
+                "sender_state",
+                "the sender ends delivered",
+                side=Side.SENDER,
+                event="a",
+                state="delivered",
+            ),
         ),
     ),
     Scenario(
@@ -149,13 +171,25 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("redrive", event="a", label="redrive", operators=2),
         ),
         expectations=(
-            expect("status", "every redriven copy is 2xx or 503", label="redrive",
-                   allowed=("2xx", "503")),
-            expect("status_some", "at least one redriven copy is 2xx", label="redrive",
-                   allowed=("2xx",)),
+            expect(
+                "status",
+                "every redriven copy is 2xx or 503",
+                label="redrive",
+                allowed=("2xx", "503"),
+            ),
+            expect(
+                "status_some",
+                "at least one redriven copy is 2xx",
+                label="redrive",
+                allowed=("2xx",),
+            ),
             ONCE,
-            expect("redrive_once", "exactly one of the two redrives is accepted",
-                   side=Side.SENDER, event="a"),
+            expect(
+                "redrive_once",
+                "exactly one of the two redrives is accepted",
+                side=Side.SENDER,
+                event="a",
+            ),
         ),
     ),
     Scenario(
@@ -175,10 +209,16 @@ SCENARIOS: tuple[Scenario, ...] = (
             expect("status", "the first event is 2xx", label="first", allowed=("2xx",)),
             expect("status", "the second event is 2xx", label="second", allowed=("2xx",)),
             ONCE,
-            expect("effects", "the probe shows 1 effect for the second event too", event="b",
-                   equals=1),
-            expect("sender_state", "both events end delivered", side=Side.SENDER, event="b",
-                   state="delivered"),
+            expect(
+                "effects", "the probe shows 1 effect for the second event too", event="b", equals=1
+            ),
+            expect(
+                "sender_state",
+                "both events end delivered",
+                side=Side.SENDER,
+                event="b",
+                state="delivered",
+            ),
         ),
     ),
 )

@@ -19,8 +19,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         tags=RC,
         steps=(step("deliver_many", label="samples"),),
         expectations=(
-            expect("status", "every sample is 2xx within the timeout", label="samples",
-                   allowed=("2xx",)),
+            expect(
+                "status",
+                "every sample is 2xx within the timeout",
+                label="samples",
+                allowed=("2xx",),
+            ),
             expect("latency", "p99 latency below the timeout", label="samples", quantile=0.99),
         ),
     ),
@@ -34,8 +38,11 @@ SCENARIOS: tuple[Scenario, ...] = (
         steps=(step("deliver", event="a", label="delivery"),),
         expectations=(
             expect("status", "2xx", label="delivery", allowed=("2xx",)),
-            expect("committed", "the probe shows committed with 1 effect right after the 2xx",
-                   event="a"),
+            expect(
+                "committed",
+                "the probe shows committed with 1 effect right after the 2xx",
+                event="a",
+            ),
         ),
         needs_probe=True,
     ),

@@ -36,7 +36,9 @@ class ConsoleReporter:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            probe = "with probe (effects observed)" if event.probe else "no probe (status codes only)"
+            probe = (
+                "with probe (effects observed)" if event.probe else "no probe (status codes only)"
+            )
             self._echo(
                 f"hookproof: {len(event.scenarios)} scenarios against {event.target} "
                 f"({event.scheme} scheme, {probe}, seed {event.seed})"

@@ -1,9 +1,9 @@
 """The JSON report: one document in the shape CI tools read (see ``docs/conformance.md``)::
 
-    {"hookproof": VERSION, "target": URL, "scheme": S,
-     "summary": {"passed", "failed", "skipped", "errors"},
-     "scenarios": [{"id", "title", "family", "severity", "outcome", "observed_by",
-                    "duration_s", "failures": [{"expected", "observed", "reproduce"}]}]}
+{"hookproof": VERSION, "target": URL, "scheme": S,
+ "summary": {"passed", "failed", "skipped", "errors"},
+ "scenarios": [{"id", "title", "family", "severity", "outcome", "observed_by",
+                "duration_s", "failures": [{"expected", "observed", "reproduce"}]}]}
 """
 
 from __future__ import annotations

@@ -35,8 +35,12 @@ def junit_document(target: str, finished: RunFinished) -> ET.ElementTree[ET.Elem
             time=f"{result.duration_s:.3f}",
         )
         if result.outcome is Outcome.FAILED:
-            failure = ET.SubElement(case, "failure", message=result.scenario.guarantee,
-                                    type=result.scenario.severity.value)
+            failure = ET.SubElement(
+                case,
+                "failure",
+                message=result.scenario.guarantee,
+                type=result.scenario.severity.value,
+            )
             failure.text = describe_result(result)
         elif result.outcome is Outcome.ERROR:
             error = ET.SubElement(case, "error", message=result.message)
