@@ -4,8 +4,9 @@ A request names an ``actor``, a ``reason``, a fresh ``deadline_at`` and a :class
 (business key, dead-letter reason, endpoint, explicit delivery ids — at least one). Missing any of
 them raises :class:`~sender_sim.exceptions.RedriveIncomplete` and records nothing.
 
-The scope selects over the DLQ's history (deliveries that are, or were, dead letters), so an item
-already redriven by an earlier decision is selected again and makes the request ineligible: a
+A filter scope selects over the DLQ's history (deliveries that are, or were, dead letters); explicit
+ids select those deliveries in whatever state. Either way an item already redriven by an earlier
+decision is selected again and makes the request ineligible: a
 second identical redrive is refused, not silently narrowed. Every selected item is revalidated —
 still a dead letter, its endpoint still exists, is active and has the same URL, its stored body
 still hashes to the payload digest recorded at publication, its envelope is still valid, and an
@@ -61,7 +62,7 @@ class RedriveScope:
             business_key=self.business_key,
             endpoint_id=self.endpoint_id,
             delivery_ids=self.delivery_ids,
-            ever_dead_lettered=True,
+            ever_dead_lettered=not self.delivery_ids,
             limit=MAX_BATCH + 1,
         )
 

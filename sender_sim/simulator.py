@@ -456,7 +456,11 @@ class Simulator:
         found = {d.delivery_id for d in selected}
         for missing in scope.delivery_ids:
             if missing not in found:
-                problems.append(RedriveProblem(missing, "not_found", "no such delivery"))
+                problems.append(
+                    RedriveProblem(
+                        missing, "not_found", "no such delivery matches the scope's criteria"
+                    )
+                )
         if not selected and not problems:
             problems.append(RedriveProblem("", "empty_scope", "the scope selects no dead letter"))
         if len(selected) > MAX_BATCH:

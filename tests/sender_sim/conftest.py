@@ -83,3 +83,31 @@ def make_sim() -> Iterator[MakeSim]:
     yield make
     for sim in made:
         sim.store.close()
+
+
+class Receiver:
+    """A scripted in-process receiver that verifies every request with ``receiver.signing``
+    (401 when verification fails) and answers ``statuses`` in turn (then the last one)."""
+
+    def __init__(
+        self, *statuses: int, secrets: tuple[str, ...] = (SECRET,), scheme: str = "standard"
+    ) -> None:
+        from receiver.signing import Secret, Verifier, scheme_named
+
+        self.verifier = Verifier([Secret(s) for s in secrets], scheme=scheme_named(scheme))
+        self.statuses = list(statuses) or [200]
+        self.requests: list[httpx.Request] = []
+        self.verified: list[bool] = []
+
+    def __call__(self, request: httpx.Request) -> httpx.Response:
+        from receiver.exceptions import VerificationError
+
+        self.requests.append(request)
+        try:
+            self.verifier.verify(request.content, dict(request.headers))
+        except VerificationError as error:
+            self.verified.append(False)
+            return httpx.Response(error.status, json={"type": error.problem_type})
+        self.verified.append(True)
+        status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
+        return httpx.Response(status, json={"ok": status < 300})

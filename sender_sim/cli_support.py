@@ -1,0 +1,259 @@
+"""What the ``hookproof`` sender commands and the sandbox share: option parsing (secrets, durations,
+deadlines, ``key=value`` fields), opening the store and choosing the session clock, one-line
+descriptions of ledger rows, and a runner that drives chosen deliveries to the end.
+
+**Clocks across commands.** The store keeps simulation times. Under virtual time (the default) the
+session clock starts at ``max(real now, the latest time recorded in the store)``, so a command
+run after a six-hour virtual schedule never sees time go backwards; waits then take no wall time.
+Signatures are always stamped by the real wire clock. Under real time both clocks are the system
+clock.
+
+**Scoped running.** :func:`run_deliveries` claims only the deliveries it is given (through
+``Worker.claim(delivery_ids=…)``), never whatever else is due in a shared database (those may
+belong to endpoints whose secrets this process does not hold). When none of them is due it jumps
+the virtual clock to the next due time, or waits for it under real time. Every new ledger row is
+handed to ``on_row`` as soon as it is written, so callers print live progress.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from sender_sim.clock import Clock, RealClock, VirtualClock
+from sender_sim.exceptions import ConfigurationError, StoreError
+from sender_sim.explain import SENTENCES
+from sender_sim.records import LedgerRow, State, from_us, rfc3339
+from sender_sim.simulator import Simulator
+from sender_sim.store import SQLiteStore
+from sender_sim.worker import Worker
+
+__all__ = [
+    "DEFAULT_DB",
+    "RowSink",
+    "describe_row",
+    "open_store",
+    "parse_deadline",
+    "parse_duration",
+    "parse_fields",
+    "progress_line",
+    "run_deliveries",
+    "session_clock",
+    "split_secrets",
+    "store_time",
+    "transition_text",
+]
+
+DEFAULT_DB = "hookproof-sender.sqlite"
+"""The sender database every command uses unless ``--db`` says otherwise (current folder)."""
+
+RowSink = Callable[[LedgerRow], None]
+
+_DURATION = re.compile(
+    r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+(?:\.\d{1,6})?)s)?$"
+)
+_SETTLED = (State.DELIVERED, State.DEAD_LETTER)
+
+
+def split_secrets(values: Iterable[str]) -> tuple[str, ...]:
+    """Every secret given, each option value possibly holding several separated by spaces."""
+    return tuple(part for value in values for part in value.split())
+
+
+def parse_duration(text: str) -> timedelta:
+    """``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``, ``0.5s`` (an optional leading ``+``/``-``)."""
+    raw = text.strip()
+    sign = -1 if raw.startswith("-") else 1
+    body = raw.lstrip("+-")
+    match = _DURATION.match(body)
+    if not body or match is None or not any(match.groupdict().values()):
+        raise ConfigurationError(f"{text!r} is not a duration; use e.g. 90s, 30m, 2h, 1d or 1h30m")
+    parts = match.groupdict()
+    seconds = parts["s"] or "0"
+    whole, _, fraction = seconds.partition(".")
+    delta = timedelta(
+        days=int(parts["d"] or 0),
+        hours=int(parts["h"] or 0),
+        minutes=int(parts["m"] or 0),
+        seconds=int(whole),
+        microseconds=int((fraction or "0").ljust(6, "0")),
+    )
+    return delta * sign
+
+
+def parse_deadline(text: str, now: datetime, *, option: str = "--deadline") -> datetime:
+    """An RFC 3339 time with a timezone (``2026-08-13T10:00:00Z``) or a duration from ``now``
+    (``+30m``, ``2h``)."""
+    raw = text.strip()
+    if raw and (raw[0] in "+-" or raw[0].isdigit()) and _DURATION.match(raw.lstrip("+-")):
+        try:
+            return now + parse_duration(raw)
+        except ConfigurationError:
+            pass
+    try:
+        parsed = datetime.fromisoformat(raw.replace("z", "Z"))
+    except ValueError:
+        raise ConfigurationError(
+            f"{option} {text!r} is neither an RFC 3339 time (2026-08-13T10:00:00Z) "
+            "nor a duration from now (+30m, 2h)"
+        ) from None
+    if parsed.tzinfo is None or parsed.utcoffset() is None:
+        raise ConfigurationError(
+            f"{option} {text!r} has no timezone; add Z or an offset such as +02:00"
+        )
+    return parsed.astimezone(UTC)
+
+
+def parse_fields(items: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` pairs; a value that parses as JSON (``42``, ``true``, ``{"a":1}``) is used as
+    such, anything else is a string."""
+    fields: dict[str, Any] = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise ConfigurationError(f"{item!r} is not key=value")
+        try:
+            fields[key.strip()] = json.loads(value)
+        except ValueError:
+            fields[key.strip()] = value
+    return fields
+
+
+def open_store(path: str, *, must_exist: bool = False) -> SQLiteStore:
+    """The sender database at ``path``; with ``must_exist``, a missing file is a one-line error
+    (read-only commands should not create an empty database by accident)."""
+    if path != ":memory:":
+        location = Path(path)
+        if location.is_dir():
+            raise StoreError(f"--db {path} is a folder, not a database file")
+        if must_exist and not location.exists():
+            raise StoreError(
+                f"no sender database at {path} (run `hookproof send` first, or pass --db PATH)"
+            )
+        parent = location.resolve().parent
+        if not parent.is_dir():
+            raise StoreError(f"cannot open the sender database {path}: {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise StoreError(f"cannot open the sender database {path}: {parent} is not writable")
+    return SQLiteStore(path)
+
+
+def store_time(store: SQLiteStore) -> datetime | None:
+    """The latest time recorded in the store's ledger (``None`` for an empty store)."""
+    latest = store.counts("SELECT 'latest', max(at_us) FROM ledger HAVING count(*) > 0")
+    value = latest.get("latest")
+    return None if value is None else from_us(value)
+
+
+def session_clock(store: SQLiteStore, *, virtual: bool) -> Clock:
+    """The simulation clock of one command (see the module docstring)."""
+    if not virtual:
+        return RealClock()
+    now = datetime.now(UTC)
+    latest = store_time(store)
+    return VirtualClock(max(now, latest) if latest is not None else now)
+
+
+def _fault_text(details: Mapping[str, Any]) -> str:
+    fault = details.get("fault", {})
+    kind = fault.get("kind", "?") if isinstance(fault, dict) else "?"
+    text = f"FAULT injected: {kind}"
+    if "attempt" in details:
+        text += f" on attempt {details['attempt']}"
+    if details.get("status") not in (None, ""):
+        text += f" (the receiver's answer was {details['status']})"
+    return text
+
+
+def describe_row(row: LedgerRow) -> str:
+    """One ledger row in the same plain words as ``hookproof explain``."""
+    if row.cause.startswith("fault:"):
+        return _fault_text(row.details)
+    sentence = SENTENCES.get(row.cause)
+    if sentence is None:
+        return f"{row.cause}: {json.dumps(dict(row.details), sort_keys=True, default=str)}"
+    return sentence(row, row.details)
+
+
+def transition_text(row: LedgerRow) -> str:
+    """``scheduled -> leased``, ``(new) -> scheduled`` or ``note`` for a row that moved nothing."""
+    if row.to_state is None:
+        return "note"
+    before = row.from_state.value if row.from_state is not None else "(new)"
+    return f"{before} -> {row.to_state.value}"
+
+
+def progress_line(row: LedgerRow) -> str:
+    """A live progress line: time, delivery, transition, plain words."""
+    return f"{rfc3339(row.at)}  {row.delivery_id}  {transition_text(row):<26} {describe_row(row)}"
+
+
+async def _emit(sim: Simulator, ids: Sequence[str], seen: dict[str, int], sink: RowSink) -> None:
+    for delivery_id in ids:
+        rows = await asyncio.to_thread(sim.ledger, delivery_id)
+        last = seen.get(delivery_id, 0)
+        for row in rows:
+            if row.seq > last:
+                sink(row)
+                last = row.seq
+        seen[delivery_id] = last
+
+
+def _due(sim: Simulator, delivery_id: str) -> datetime | None:
+    delivery = sim.delivery(delivery_id)
+    if delivery.state is State.SCHEDULED:
+        return delivery.next_attempt_at
+    if delivery.state is State.LEASED:
+        return delivery.lease_expires_at
+    return None
+
+
+async def run_deliveries(
+    sim: Simulator,
+    delivery_ids: Sequence[str],
+    *,
+    on_row: RowSink | None = None,
+    worker: Worker | None = None,
+    seen: dict[str, int] | None = None,
+    max_passes: int = 100_000,
+) -> None:
+    """Run the given deliveries until each is delivered or a dead letter (see the docstring).
+
+    ``seen`` maps delivery ids to the last ledger ``seq`` already reported (updated in place);
+    rows at or below it are not reported again.
+    """
+    chosen = worker if worker is not None else sim.default_worker
+    sink: RowSink = on_row if on_row is not None else (lambda row: None)
+    reported = seen if seen is not None else {}
+    ids = list(delivery_ids)
+    await _emit(sim, ids, reported, sink)
+    for _ in range(max_passes):
+        pending = [i for i in ids if sim.delivery(i).state not in _SETTLED]
+        if not pending:
+            return
+        leases = await asyncio.to_thread(chosen.claim, len(pending), delivery_ids=pending)
+        await _emit(sim, pending, reported, sink)
+        if leases:
+            sent = list(await asyncio.gather(*(chosen.send(lease) for lease in leases)))
+            await asyncio.to_thread(chosen.complete, sent)
+            await _emit(sim, pending, reported, sink)
+            continue
+        dues = [d for d in (_due(sim, i) for i in pending) if d is not None]
+        if not dues:
+            return
+        due = min(dues)
+        lag = chosen.now() - sim.now()
+        target = due - lag
+        now = sim.now()
+        if isinstance(sim.clock, VirtualClock):
+            sim.clock.set(max(target, now + timedelta(microseconds=1)))
+        else:
+            wait = min(max(target - now, timedelta(milliseconds=1)), timedelta(seconds=1))
+            await asyncio.sleep(wait.total_seconds())  # real-time: the real clock must reach it
+    raise ConfigurationError(f"the deliveries did not settle within {max_passes} passes")
