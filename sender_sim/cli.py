@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
@@ -78,7 +79,11 @@ _time_option = click.option(
     help="Virtual: backoff waits take no wall time (signatures still carry real time).",
 )
 _seed_option = click.option(
-    "--seed", type=int, default=0, show_default=True, help="Seed of jitter, ids and faults."
+    "--seed",
+    type=int,
+    default=0,
+    show_default=True,
+    help="Seed of the jitter and fault draws (replayable).",
 )
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
@@ -214,7 +219,7 @@ def _echo_row(row: LedgerRow) -> None:
     help="JSON event: the data object, or a whole body with top-level type and data.",
 )
 @click.option("--event-type", default=None, help=f"Event type (default {DEFAULT_EVENT_TYPE}).")
-@click.option("--event-id", default=None, help="Event id (default: generated from the seed).")
+@click.option("--event-id", default=None, help="Event id (default: a fresh random evt_… id).")
 @click.option("--business-key", default=None, help="Business key, e.g. ren_18427 (for DLQ).")
 @click.option(
     "--deadline",
@@ -341,7 +346,8 @@ async def _send(
             data=spec.data,
             body=spec.body,
             business_key=business_key,
-            event_id=event_id or spec.event_id,
+            event_id=event_id or spec.event_id or f"evt_{uuid.uuid4().hex}",
+            delivery_id=f"del_{uuid.uuid4().hex}",
         )
         delivery = sim.delivery(delivery_id)
         if not as_json:
@@ -574,6 +580,12 @@ async def _redrive(
         except RedriveRefused as refused:
             _report_refused(refused, actor, as_json)
             return 1
+        if not as_json:
+            click.echo(
+                f"Redrive decision {result.decision_id} by {actor}: queued "
+                f'{len(result.delivery_ids)} delivery(ies); reason "{reason}"; new deadline '
+                f"{rfc3339(result.deadline_at)}"
+            )
         if not queue_only:
             await run_deliveries(
                 sim,
@@ -598,11 +610,7 @@ async def _redrive(
                 )
             )
         else:
-            click.echo(
-                f"Redrive decision {result.decision_id} by {actor}: queued "
-                f'{len(finals)} delivery(ies); reason "{reason}"; new deadline '
-                f"{rfc3339(result.deadline_at)}"
-            )
+            click.echo("Result:")
             for d in finals:
                 status = "queued (not sent: --queue-only)" if queue_only else _verdict(d)
                 click.echo(f"  {d.delivery_id}  {status}")
@@ -612,8 +620,8 @@ async def _redrive(
 
 
 def _last_seq(sim: Simulator, delivery_id: str) -> int:
+    """The last ledger row so far: the redrive row itself is reported by the decision line."""
     rows = sim.ledger(delivery_id)
-    # the redrive row itself was already reported by the decision line; show what follows
     return rows[-1].seq if rows else 0
 
 
