@@ -9,6 +9,7 @@ import hashlib
 import hmac
 import json
 import time
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -244,6 +245,10 @@ def test_each_missing_header_is_named(scheme: Scheme, header: str) -> None:
         ("v1,é", SignatureMismatch),
         ("v2,QUJD v1a,QUJD", SignatureMismatch),
         ("v1," + "A" * 5000, MalformedHeader),
+        ("v1," + "A" * 43 + "!", SignatureMismatch),
+        ("v1," + "A" * 44, SignatureMismatch),
+        ("v2," + "A" * 44, SignatureMismatch),
+        (" v1," + "A" * 43, SignatureMismatch),
     ],
 )
 def test_malformed_standard_signatures(signature: str, error: type[VerificationError]) -> None:
@@ -497,3 +502,22 @@ def test_one_mangled_header_of_a_valid_delivery_raises_only_verification_errors(
     verifier, _, headers = signed(scheme, body=body)
     name = sorted(headers)[which % len(headers)]
     _only_own_errors(lambda: verifier.verify(body, {**headers, name: replacement}, now=NOW))
+
+
+@pytest.mark.parametrize(
+    "convert",
+    [
+        lambda h: h,
+        lambda h: types.MappingProxyType(h),
+        lambda h: {name.title(): value for name, value in h.items()},
+        lambda h: {name.upper(): value for name, value in h.items()},
+        lambda h: {**h, "Webhook-Signature": h["webhook-signature"]},
+    ],
+    ids=["dict", "mapping-proxy", "title-case", "upper-case", "mixed"],
+)
+@pytest.mark.parametrize("scheme", [STANDARD, STRIPE, GITHUB], ids=["standard", "stripe", "github"])
+def test_header_names_in_any_case_and_any_mapping(
+    scheme: Scheme, convert: Callable[[dict[str, str]], Mapping[str, str]]
+) -> None:
+    verifier, body, headers = signed(scheme)
+    assert verifier.verify(body, convert(headers), now=NOW).event_id == "evt_1"
