@@ -511,7 +511,7 @@ def test_one_mangled_header_of_a_valid_delivery_raises_only_verification_errors(
         lambda h: types.MappingProxyType(h),
         lambda h: {name.title(): value for name, value in h.items()},
         lambda h: {name.upper(): value for name, value in h.items()},
-        lambda h: {**h, "Webhook-Signature": h["webhook-signature"]},
+        lambda h: {(k.title() if i == 0 else k): v for i, (k, v) in enumerate(sorted(h.items()))},
     ],
     ids=["dict", "mapping-proxy", "title-case", "upper-case", "mixed"],
 )
