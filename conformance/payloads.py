@@ -68,6 +68,8 @@ class PayloadFactory:
         if self.id_in_body:
             document = {"id": event_id, **{k: v for k, v in document.items() if k != "id"}}
             text = json.dumps(document, separators=(",", ":"), ensure_ascii=False)
+        if variant == "invalid":
+            return b'{"type": "truncated", "data": '
         if variant == "unusual":
             return unusual_json(document)
         if variant != "template":

@@ -431,4 +431,9 @@ async def _corrupt_payload(driver: SenderDriver, args: Mapping[str, Any]) -> Non
 
     tracked = driver.track(args["event"])
     with sqlite3.connect(driver.store_dir / "sender.sqlite") as db:
-        db.execute("UPDATE events SET body = body || x'20' WHERE event_id = ?", (tracked.event_id,))
+        (body,) = db.execute(
+            "SELECT body FROM events WHERE event_id = ?", (tracked.event_id,)
+        ).fetchone()
+        db.execute(
+            "UPDATE events SET body = ? WHERE event_id = ?", (bytes(body) + b" ", tracked.event_id)
+        )

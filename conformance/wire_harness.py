@@ -304,6 +304,12 @@ async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
     await asyncio.gather(*(run.send(args["label"], r, event.event_id) for r in requests))
 
 
+@action("script")
+async def _script(run: WireRun, args: Mapping[str, Any]) -> None:
+    """Scripts only the S harness's stand-in receiver; a real receiver answers for itself."""
+    run.notes.append("the receiver under test answers for itself (script ignored)")
+
+
 def _sender_steps(scenario: Scenario) -> bool:
     from conformance.sender_driver import SENDER_ACTIONS
 

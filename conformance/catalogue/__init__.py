@@ -6,12 +6,34 @@ records; this module only gathers them, in the order the reports and the docs li
 
 from __future__ import annotations
 
-from conformance.catalogue import clock, idempotency, response, signature
+from conformance.catalogue import (
+    classification,
+    clock,
+    deadline,
+    idempotency,
+    leases,
+    redrive,
+    response,
+    schedules,
+    signature,
+    story,
+)
 from conformance.registry import Registry
 
 __all__ = ["CATALOGUE", "FAMILIES"]
 
-FAMILIES = (signature, clock, idempotency, response)
+FAMILIES = (
+    signature,
+    clock,
+    idempotency,
+    response,
+    deadline,
+    classification,
+    leases,
+    redrive,
+    schedules,
+    story,
+)
 
 CATALOGUE = Registry(scenario for family in FAMILIES for scenario in family.SCENARIOS)
 """Every scenario hookproof knows."""

@@ -82,8 +82,8 @@ SCENARIOS: tuple[Scenario, ...] = (
                 state="delivered",
             ),
             expect(
-                "stale_ack_recorded",
-                "the crashed worker's attempt is in the ledger",
+                "crash_recorded",
+                "the crashed worker's attempt is kept, not acknowledged",
                 side=Side.SENDER,
                 event="a",
             ),
@@ -105,6 +105,8 @@ SCENARIOS: tuple[Scenario, ...] = (
             expect("status_some", "at least one copy is 2xx", label="copies", allowed=("2xx",)),
             ONCE,
             SAME_BYTES,
+            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
+                   state="delivered"),
         ),
     ),
     Scenario(
