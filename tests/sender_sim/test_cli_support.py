@@ -1,0 +1,235 @@
+"""The sender CLI's shared parts: durations, deadlines, ``key=value`` fields, store opening, the
+session clock, row descriptions; and a scripted loopback receiver the CLI and sandbox tests use.
+
+:class:`ScriptedReceiver` is a tiny Starlette app served over real HTTP on 127.0.0.1 (uvicorn in a
+thread, via :func:`receiver.server.running_server`). It answers with a scripted list of statuses
+(the last one repeats), records every request it got, and verifies signatures with the real
+:class:`~receiver.signing.Verifier`, so a test sees exactly what went over the wire.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from receiver.exceptions import ReceiverError
+from receiver.server import running_server
+from receiver.signing import Secret, Verifier, scheme_named
+from sender_sim import VirtualClock
+from sender_sim.cli_support import (
+    describe_row,
+    open_store,
+    parse_deadline,
+    parse_duration,
+    parse_fields,
+    session_clock,
+    split_secrets,
+    store_time,
+    transition_text,
+)
+from sender_sim.exceptions import ConfigurationError, StoreError
+from sender_sim.records import LedgerRow, State
+
+SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
+OTHER_SECRET = "whsec_" + base64.b64encode(bytes(range(32, 64))).decode()
+NOW = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
+
+
+@dataclass
+class Received:
+    body: bytes
+    headers: dict[str, str]
+    verified: bool
+
+
+@dataclass
+class ScriptedReceiver:
+    """Answers ``statuses`` in order (the last repeats); records every request."""
+
+    statuses: list[int] = field(default_factory=lambda: [200])
+    secret: str = SECRET
+    scheme: str = "standard"
+    received: list[Received] = field(default_factory=list)
+    url: str = ""
+
+    def app(self) -> Starlette:
+        verifier = Verifier([Secret(self.secret)], scheme=scheme_named(self.scheme))
+
+        async def hook(request: Request) -> Response:
+            body = await request.body()
+            headers = {k.lower(): v for k, v in request.headers.items()}
+            try:
+                verifier.verify(body, headers)
+                verified = True
+            except ReceiverError:
+                verified = False
+            self.received.append(Received(body, headers, verified))
+            index = min(len(self.received) - 1, len(self.statuses) - 1)
+            status = self.statuses[index]
+            if not verified:
+                status = 401
+            return JSONResponse({"status": status}, status_code=status)
+
+        return Starlette(routes=[Route("/webhooks", hook, methods=["POST"])])
+
+
+@contextlib.contextmanager
+def scripted(
+    *statuses: int, secret: str = SECRET, scheme: str = "standard"
+) -> Iterator[ScriptedReceiver]:
+    """A :class:`ScriptedReceiver` listening on a free loopback port (``.url`` is set)."""
+    receiver = ScriptedReceiver(list(statuses) or [200], secret, scheme)
+    with running_server(receiver.app()) as base:
+        receiver.url = base + "/webhooks"
+        yield receiver
+
+
+# -- durations and deadlines -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("90s", timedelta(seconds=90)),
+        ("30m", timedelta(minutes=30)),
+        ("+2h", timedelta(hours=2)),
+        ("1d", timedelta(days=1)),
+        ("1h30m", timedelta(hours=1, minutes=30)),
+        ("0.000001s", timedelta(microseconds=1)),
+        ("-5m", timedelta(minutes=-5)),
+    ],
+)
+def test_durations(text: str, expected: timedelta) -> None:
+    assert parse_duration(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "5", "m", "1x", "1h 30m", "1.5h", "+", "s30"])
+def test_bad_durations_say_what_is_expected(text: str) -> None:
+    with pytest.raises(ConfigurationError, match="duration"):
+        parse_duration(text)
+
+
+@given(
+    st.integers(0, 9),
+    st.integers(0, 23),
+    st.integers(0, 59),
+    st.integers(0, 59),
+    st.integers(0, 999_999),
+)
+def test_duration_round_trip(d: int, h: int, m: int, s: int, us: int) -> None:
+    text = f"{d}d{h}h{m}m{s}.{us:06d}s"
+    assert parse_duration(text) == timedelta(days=d, hours=h, minutes=m, seconds=s, microseconds=us)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("+30m", NOW + timedelta(minutes=30)),
+        ("2h", NOW + timedelta(hours=2)),
+        ("2026-08-13T10:00:00Z", datetime(2026, 8, 13, 10, tzinfo=UTC)),
+        ("2026-08-13T12:00:00.000001+02:00", datetime(2026, 8, 13, 10, 0, 0, 1, tzinfo=UTC)),
+    ],
+)
+def test_deadlines(text: str, expected: datetime) -> None:
+    parsed = parse_deadline(text, NOW)
+    assert parsed == expected
+    assert parsed.tzinfo is UTC
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("2026-08-13T10:00:00", "no timezone"),
+        ("tomorrow", "neither an RFC 3339 time"),
+        ("", "neither"),
+        ("+30x", "neither"),
+    ],
+)
+def test_bad_deadlines(text: str, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        parse_deadline(text, NOW)
+
+
+def test_fields_parse_json_values_and_keep_strings() -> None:
+    assert parse_fields(["a=1", "b=true", 'c={"x": 2}', "d=ren_1", "e="]) == {
+        "a": 1,
+        "b": True,
+        "c": {"x": 2},
+        "d": "ren_1",
+        "e": "",
+    }
+    with pytest.raises(ConfigurationError, match="key=value"):
+        parse_fields(["novalue"])
+
+
+def test_secrets_split_on_spaces() -> None:
+    assert split_secrets([f"{SECRET} {OTHER_SECRET}", SECRET]) == (SECRET, OTHER_SECRET, SECRET)
+
+
+# -- store and clock ---------------------------------------------------------------------------
+
+
+def test_read_only_commands_do_not_create_a_database(tmp_path: Path) -> None:
+    with pytest.raises(StoreError, match="no sender database"):
+        open_store(str(tmp_path / "missing.sqlite"), must_exist=True)
+    assert not (tmp_path / "missing.sqlite").exists()
+    with pytest.raises(StoreError, match="does not exist"):
+        open_store(str(tmp_path / "no" / "such" / "dir.sqlite"))
+    with pytest.raises(StoreError, match="folder"):
+        open_store(str(tmp_path))
+
+
+def test_the_virtual_clock_never_goes_back_across_commands(tmp_path: Path) -> None:
+    store = open_store(str(tmp_path / "s.sqlite"))
+    try:
+        assert store_time(store) is None
+        assert isinstance(session_clock(store, virtual=False).now(), datetime)
+        later = datetime.now(UTC) + timedelta(hours=7)
+        store.note([LedgerRow("del_x", later, None, None, "test", "note")])
+        assert store_time(store) == later.replace(microsecond=later.microsecond)
+        clock = session_clock(store, virtual=True)
+        assert isinstance(clock, VirtualClock)
+        assert clock.now() == later
+    finally:
+        store.close()
+
+
+def test_rows_are_described_in_explain_words() -> None:
+    row = LedgerRow(
+        "del_1",
+        NOW,
+        State.SCHEDULED,
+        State.LEASED,
+        "worker-1",
+        "leased",
+        details={"worker": "worker-1", "token": 3, "attempt": 2},
+    )
+    assert "leased to worker-1 (fencing token 3" in describe_row(row)
+    assert transition_text(row) == "scheduled -> leased"
+    fault = LedgerRow(
+        "del_1",
+        NOW,
+        None,
+        None,
+        "fault-injector",
+        "fault:crash_after_send",
+        details={"fault": {"kind": "crash_after_send"}, "attempt": 1, "status": 200},
+    )
+    assert describe_row(fault) == (
+        "FAULT injected: crash_after_send on attempt 1 (the receiver's answer was 200)"
+    )
+    assert transition_text(fault) == "note"
+    unknown = LedgerRow("del_1", NOW, None, None, "x", "mystery", details={"k": 1})
+    assert describe_row(unknown) == 'mystery: {"k": 1}'
