@@ -38,6 +38,8 @@ __all__ = [
     "DEFAULT_DB",
     "RowSink",
     "describe_row",
+    "emit_new_rows",
+    "next_due",
     "open_store",
     "parse_deadline",
     "parse_duration",
@@ -46,8 +48,10 @@ __all__ = [
     "run_deliveries",
     "session_clock",
     "split_secrets",
+    "step_deliveries",
     "store_time",
     "transition_text",
+    "unsettled",
 ]
 
 DEFAULT_DB = "hookproof-sender.sqlite"
@@ -194,7 +198,10 @@ def progress_line(row: LedgerRow) -> str:
     return f"{rfc3339(row.at)}  {row.delivery_id}  {transition_text(row):<26} {describe_row(row)}"
 
 
-async def _emit(sim: Simulator, ids: Sequence[str], seen: dict[str, int], sink: RowSink) -> None:
+async def emit_new_rows(
+    sim: Simulator, ids: Sequence[str], seen: dict[str, int], sink: RowSink
+) -> None:
+    """Hand ``sink`` every ledger row of ``ids`` newer than ``seen`` (updated in place)."""
     for delivery_id in ids:
         rows = await asyncio.to_thread(sim.ledger, delivery_id)
         last = seen.get(delivery_id, 0)
@@ -214,6 +221,43 @@ def _due(sim: Simulator, delivery_id: str) -> datetime | None:
     return None
 
 
+def unsettled(sim: Simulator, delivery_ids: Iterable[str]) -> list[str]:
+    """The given deliveries that are neither delivered nor dead letters."""
+    return [i for i in delivery_ids if sim.delivery(i).state not in _SETTLED]
+
+
+def next_due(sim: Simulator, delivery_ids: Iterable[str]) -> datetime | None:
+    """When the first of these deliveries can next be claimed (``None``: none ever will)."""
+    dues = [d for d in (_due(sim, i) for i in delivery_ids) if d is not None]
+    return min(dues) if dues else None
+
+
+async def step_deliveries(
+    sim: Simulator,
+    delivery_ids: Sequence[str],
+    *,
+    on_row: RowSink | None = None,
+    worker: Worker | None = None,
+    seen: dict[str, int] | None = None,
+) -> int:
+    """One round over the given deliveries: claim those due now, send, persist; report the new
+    ledger rows. Returns how many attempts were sent (0: nothing was due)."""
+    chosen = worker if worker is not None else sim.default_worker
+    sink: RowSink = on_row if on_row is not None else (lambda row: None)
+    reported = seen if seen is not None else {}
+    ids = list(delivery_ids)
+    if not ids:
+        return 0
+    leases = await asyncio.to_thread(chosen.claim, len(ids), delivery_ids=ids)
+    await emit_new_rows(sim, ids, reported, sink)
+    if not leases:
+        return 0
+    sent = list(await asyncio.gather(*(chosen.send(lease) for lease in leases)))
+    await asyncio.to_thread(chosen.complete, sent)
+    await emit_new_rows(sim, ids, reported, sink)
+    return len(sent)
+
+
 async def run_deliveries(
     sim: Simulator,
     delivery_ids: Sequence[str],
@@ -231,23 +275,17 @@ async def run_deliveries(
     chosen = worker if worker is not None else sim.default_worker
     sink: RowSink = on_row if on_row is not None else (lambda row: None)
     reported = seen if seen is not None else {}
-    ids = list(delivery_ids)
-    await _emit(sim, ids, reported, sink)
+    await emit_new_rows(sim, list(delivery_ids), reported, sink)
     for _ in range(max_passes):
-        pending = [i for i in ids if sim.delivery(i).state not in _SETTLED]
+        pending = unsettled(sim, delivery_ids)
         if not pending:
             return
-        leases = await asyncio.to_thread(chosen.claim, len(pending), delivery_ids=pending)
-        await _emit(sim, pending, reported, sink)
-        if leases:
-            sent = list(await asyncio.gather(*(chosen.send(lease) for lease in leases)))
-            await asyncio.to_thread(chosen.complete, sent)
-            await _emit(sim, pending, reported, sink)
+        if await step_deliveries(sim, pending, on_row=sink, worker=chosen, seen=reported):
             continue
-        dues = [d for d in (_due(sim, i) for i in pending) if d is not None]
-        if not dues:
+        pending = unsettled(sim, pending)
+        due = next_due(sim, pending)
+        if due is None:
             return
-        due = min(dues)
         lag = chosen.now() - sim.now()
         target = due - lag
         now = sim.now()
