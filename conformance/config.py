@@ -47,6 +47,10 @@ class CheckSettings:
     show_secrets: bool = False
     json: str | None = None
     junit: str | None = None
+    app: str | None = None
+    """``module:attribute`` of an ASGI app (the pytest plugin checks it in process)."""
+    path: str | None = None
+    """The app's webhook path (pytest plugin; default ``/webhooks``)."""
 
     def __repr__(self) -> str:  # secrets never appear in a repr
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
@@ -89,6 +93,8 @@ class CheckSettings:
 
 _TYPES: dict[str, type | tuple[type, ...]] = {
     "url": str,
+    "app": str,
+    "path": str,
     "scheme": str,
     "probe": str,
     "probe_token": str,

@@ -1,1 +1,197 @@
-"""The hookproof pytest plugin (being written): inert unless the user opts in."""
+"""The hookproof pytest plugin: the conformance suite as test items in a partner's own test run.
+
+Inert unless opted in: nothing is collected, configured or imported beyond this module unless one
+of ``--hookproof-app module:attr`` (the partner's ASGI app, in process through
+``httpx.ASGITransport``: no server), ``--hookproof-url URL`` (a running endpoint) or
+``--hookproof`` (take both from the config file) is given. Every other setting comes from the
+command line or the config file (``hookproof.toml`` / ``[tool.hookproof]``; ``${ENV}`` allowed),
+flags winning. Each scenario becomes one test item (``hookproof::<scenario id>``); a failure
+carries the same text as ``hookproof check``: the guarantee, what was expected, what came back and
+the ``curl`` reproduction.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+__all__ = ["HookproofItem", "pytest_addoption", "pytest_configure"]
+
+_BASE = "http://hookproof.test"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("hookproof", "webhook receiver conformance (hookproof)")
+    group.addoption("--hookproof", action="store_true", default=False,
+                    help="Run the hookproof suite with settings from the config file.")
+    group.addoption("--hookproof-app", default=None, metavar="MODULE:ATTR",
+                    help="Check this ASGI app in process (no server).")
+    group.addoption("--hookproof-url", default=None, metavar="URL",
+                    help="Check the webhook endpoint at URL.")
+    group.addoption("--hookproof-path", default=None, metavar="PATH",
+                    help="The app's webhook path (default /webhooks).")
+    group.addoption("--hookproof-secret", action="append", default=[], metavar="SECRET",
+                    help="Signing secret (repeatable).")
+    group.addoption("--hookproof-scheme", default=None, choices=["standard", "stripe", "github"])
+    group.addoption("--hookproof-probe", default=None, metavar="URL_PREFIX",
+                    help="Probe prefix (a path is resolved against the app).")
+    group.addoption("--hookproof-probe-token", default=None, metavar="TOKEN")
+    group.addoption("--hookproof-select", action="append", default=[], metavar="SELECTOR")
+    group.addoption("--hookproof-deselect", action="append", default=[], metavar="SELECTOR")
+    group.addoption("--hookproof-timeout", type=float, default=None, metavar="S")
+    group.addoption("--hookproof-config", default=None, metavar="FILE")
+    group.addoption("--hookproof-show-secrets", action="store_true", default=None)
+
+
+def _opted_in(config: pytest.Config) -> bool:
+    return bool(
+        config.getoption("hookproof")
+        or config.getoption("hookproof_app")
+        or config.getoption("hookproof_url")
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if _opted_in(config):
+        config.pluginmanager.register(_Session(config), "hookproof-session")
+
+
+class _Session:
+    """The opted-in run: settings, the scenario plan, and one event loop shared by the items."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.stack: contextlib.AsyncExitStack | None = None
+        self.harness: Any = None
+        self.failure: str | None = None
+
+    def settings(self) -> Any:
+        from conformance.config import CheckSettings, load_config
+
+        option = self.config.getoption
+        file_values = load_config(option("hookproof_config"), cwd=self.config.rootpath)
+        settings = CheckSettings().merged(file_values).merged({
+            "url": option("hookproof_url"),
+            "app": option("hookproof_app"),
+            "path": option("hookproof_path"),
+            "secrets": tuple(option("hookproof_secret")),
+            "scheme": option("hookproof_scheme"),
+            "probe": option("hookproof_probe"),
+            "probe_token": option("hookproof_probe_token"),
+            "select": tuple(option("hookproof_select")),
+            "deselect": tuple(option("hookproof_deselect")),
+            "timeout": option("hookproof_timeout"),
+            "show_secrets": option("hookproof_show_secrets"),
+        })
+        if settings.app and not option("hookproof_url"):
+            path = settings.path or "/webhooks"
+            probe = settings.probe
+            if probe and probe.startswith("/"):
+                probe = _BASE + probe
+            settings = settings.merged({"url": _BASE + path, "probe": probe})
+        return settings.validate()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection_modifyitems(
+        self, session: pytest.Session, config: pytest.Config, items: list[pytest.Item]
+    ) -> None:
+        from conformance.exceptions import ConformanceError
+        from conformance.session import plan
+
+        try:
+            scenarios = plan(self.settings())
+        except ConformanceError as error:
+            raise pytest.UsageError(f"hookproof: {error}") from None
+        collector = HookproofCollector.from_parent(session, name="hookproof")
+        items.extend(
+            HookproofItem.from_parent(collector, name=s.id, scenario=s, owner=self)
+            for s in scenarios
+        )
+
+    def run(self, scenario: Any) -> Any:
+        """Run one scenario on the shared loop (opening the client the first time)."""
+        if self.failure is not None:
+            raise HookproofFailure(self.failure)
+        if self.loop is None:
+            self.loop = asyncio.new_event_loop()
+            try:
+                self.harness = self.loop.run_until_complete(self._open())
+            except Exception as error:
+                from conformance.exceptions import ConformanceError
+
+                if not isinstance(error, ConformanceError):
+                    raise
+                self.failure = f"hookproof: {error}"
+                raise HookproofFailure(self.failure) from None
+        return self.loop.run_until_complete(self.harness.run(scenario))
+
+    async def _open(self) -> Any:
+        from conformance.asgi import app_client, import_app
+        from conformance.model import Harness
+        from conformance.reachability import wait_until_answering
+        from conformance.session import url_client, wire_options
+        from conformance.wire_harness import WireHarness
+
+        settings = self.settings()
+        self.stack = contextlib.AsyncExitStack()
+        if settings.app and not self.config.getoption("hookproof_url"):
+            app = import_app(settings.app)
+            client = await self.stack.enter_async_context(app_client(app, _BASE))
+        else:
+            client = await self.stack.enter_async_context(url_client(settings))
+            await wait_until_answering(
+                client, settings.url, within=settings.wait_for_endpoint, timeout=settings.timeout
+            )
+        seed = settings.seed if settings.seed is not None else 0
+        return WireHarness(wire_options(settings, seed=seed), client, Harness.C)
+
+    @pytest.hookimpl
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.loop is not None:
+            if self.stack is not None:
+                self.loop.run_until_complete(self.stack.aclose())
+            self.loop.close()
+            self.loop = None
+
+
+class HookproofFailure(Exception):
+    """A scenario that failed (or could not run): its report is the message."""
+
+
+class HookproofCollector(pytest.Collector):
+    """The parent of the hookproof items (``hookproof::<id>``)."""
+
+    def collect(self) -> Iterator[pytest.Item]:  # pragma: no cover - items are added directly
+        return iter(())
+
+
+class HookproofItem(pytest.Item):
+    """One scenario of the catalogue as a test item."""
+
+    def __init__(self, *, scenario: Any, owner: _Session, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.scenario = scenario
+        self.owner = owner
+
+    def runtest(self) -> None:
+        from conformance.reporters.text import describe_result
+        from conformance.results import Outcome
+
+        result = self.owner.run(self.scenario)
+        if result.outcome is Outcome.SKIPPED:
+            pytest.skip(result.message)
+        if result.outcome in (Outcome.FAILED, Outcome.ERROR):
+            raise HookproofFailure(describe_result(result))
+
+    def repr_failure(self, excinfo: pytest.ExceptionInfo[BaseException], style: Any = None) -> str:
+        if isinstance(excinfo.value, HookproofFailure):
+            return str(excinfo.value)
+        return str(super().repr_failure(excinfo))
+
+    def reportinfo(self) -> tuple[str, int | None, str]:
+        return "hookproof", None, f"hookproof: {self.scenario.id}"
