@@ -17,6 +17,7 @@ The inbox is opened in the app's lifespan (``open_inbox(settings.db)``) unless o
 from __future__ import annotations
 
 import contextlib
+import time
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -77,13 +78,15 @@ class ReceiverSettings:
             raise ConfigurationError("the probe token must not be empty")
 
 
-def build_verifier(settings: ReceiverSettings, clock: Clock = utc_now) -> Verifier:
-    """The verifier the settings describe (a bad secret or scheme is a ConfigurationError)."""
+def build_verifier(settings: ReceiverSettings, clock: Clock | None = None) -> Verifier:
+    """The verifier the settings describe (a bad secret or scheme is a ConfigurationError).
+
+    With an injected ``clock`` the verifier reads it; otherwise it reads ``time.time``."""
     return Verifier(
         [Secret(value) for value in settings.secrets],
         scheme=scheme_named(settings.scheme),
         tolerance=settings.tolerance,
-        clock=lambda: clock().timestamp(),
+        clock=time.time if clock is None else (lambda: clock().timestamp()),
     )
 
 
@@ -115,7 +118,7 @@ def create_app(
 ) -> Starlette:
     """The reference receiver as a Starlette app (see the module docstring)."""
     now = clock or utc_now
-    verifier = build_verifier(settings, now)
+    verifier = build_verifier(settings, clock)
     opened = _Open()
 
     async def webhook(request: Request) -> Response:

@@ -334,13 +334,11 @@ class _BufferedResponse:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
-    """Request headers by lower-cased name; the first of repeated headers wins."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
-        name = raw_name.decode("latin-1").lower()
-        if name not in headers:
-            headers[name] = raw_value.decode("latin-1")
-    return headers
+    """Request headers by name (ASGI names are lower-case); the first of repeated headers wins."""
+    return {
+        name.decode("latin-1"): value.decode("latin-1")
+        for name, value in reversed(scope["headers"])
+    }
 
 
 async def _read_body(receive: Receive, cap: int) -> bytes:

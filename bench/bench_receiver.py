@@ -1,0 +1,249 @@
+"""Benchmark: the durable receiver vs a bare Starlette endpoint, same server config, same run.
+
+    .venv/bin/python bench/bench_receiver.py [--duration 10] [--connections 64] [--requests 150000]
+
+Both servers run as their own process under the same uvicorn configuration
+(``receiver.server.server_config``: uvloop, httptools, one worker, no access log):
+
+* **durable** — the reference receiver app (:func:`receiver.app.create_app`): verifies the Standard
+  Webhooks signature, claims the event in a SQLite inbox (WAL, ``synchronous=FULL``), runs the
+  handler, commits the inbox record and the demo reminder row in one transaction, and only then
+  answers 200;
+* **bare** — a Starlette endpoint that reads the body and answers the same small JSON, nothing else.
+
+The load generator is ``wrk`` (C, event-driven; install with ``apt-get install -y wrk`` or
+``brew install wrk``), driven by a Lua script that cycles through pre-signed requests loaded from a
+file: every request of the durable run is a DISTINCT event (a duplicate would take the cheaper
+duplicate path), signed moments before the run so its timestamp is within the tolerance. Both runs
+use the same requests. The script prints requests/s of both and their ratio (target: >= 50%), and
+fails if any durable answer was not 2xx or if wrk ran out of distinct requests.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+HOST = "127.0.0.1"
+
+LUA = r"""
+-- Cycles through pre-signed requests, one per line: id \t timestamp \t signature \t body.
+local requests = {}
+local index = 0
+local stride = 1
+
+function setup(thread)
+  thread:set("offset", thread_counter or 0)
+  thread_counter = (thread_counter or 0) + 1
+end
+
+function init(args)
+  local path = args[1]
+  stride = tonumber(args[2]) or 1
+  index = (offset or 0)
+  for line in io.lines(path) do
+    local id, ts, sig, body = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t(.*)$")
+    requests[#requests + 1] = wrk.format("POST", "/webhooks", {
+      ["content-type"] = "application/json",
+      ["webhook-id"] = id,
+      ["webhook-timestamp"] = ts,
+      ["webhook-signature"] = sig,
+    }, body)
+  end
+end
+
+function request()
+  local r = requests[(index % #requests) + 1]
+  index = index + stride
+  return r
+end
+"""
+
+
+def write_requests(path: Path, count: int) -> None:
+    from receiver.signing import Secret, Verifier
+
+    signer = Verifier([Secret(SECRET)])
+    now = int(time.time())
+    with path.open("w") as out:
+        for n in range(count):
+            event_id = f"evt_{n:08d}"
+            body = json.dumps(
+                {
+                    "type": "renewal.reminder_due",
+                    "timestamp": "2026-01-01T09:57:50.123456Z",
+                    "data": {"renewal_id": f"ren_{n}", "customer": "cus_4711", "days_left": 3},
+                },
+                separators=(",", ":"),
+            )
+            headers = signer.sign(body.encode(), event_id=event_id, timestamp=now)
+            out.write(f"{event_id}\t{now}\t{headers['webhook-signature']}\t{body}\n")
+
+
+def serve(kind: str, port: int, db: str) -> None:
+    """Run one server in the foreground (the bench starts this in a subprocess)."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from receiver.app import ReceiverSettings, create_app
+    from receiver.server import bind_socket
+    from receiver.server import serve as run_server
+
+    if kind == "durable":
+        app = create_app(ReceiverSettings(secrets=[SECRET], db=db))
+    else:
+
+        async def webhook(request: Request) -> Response:
+            await request.body()
+            return JSONResponse({"event_id": request.headers["webhook-id"], "reminder": "ok"})
+
+        async def health(request: Request) -> Response:
+            return JSONResponse({"ok": True})
+
+        app = Starlette(
+            routes=[
+                Route("/webhooks", webhook, methods=["POST"]),
+                Route("/healthz", health, methods=["GET"]),
+            ]
+        )
+    if os.environ.get("SW"):
+        sys.setswitchinterval(float(os.environ["SW"]))
+    run_server(app, bind_socket(HOST, port), log_level="warning")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+def start_server(kind: str, db: str) -> tuple[subprocess.Popen[bytes], str]:
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, __file__, "--serve", kind, "--port", str(port), "--db", db],
+        cwd=ROOT,
+    )
+    base = f"http://{HOST}:{port}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise SystemExit(f"the {kind} server exited with {process.returncode}")
+        try:
+            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                return process, base
+        except httpx.TransportError:
+            pass
+        time.sleep(0.05)  # real-time: waiting for the server process to listen
+    process.kill()
+    raise SystemExit(f"the {kind} server did not start")
+
+
+def run_wrk(
+    base: str, script: Path, requests_file: Path, duration: int, connections: int
+) -> dict[str, float]:
+    command = [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{duration}s",
+        "--latency",
+        "-s",
+        str(script),
+        base,
+        "--",
+        str(requests_file),
+        "1",
+    ]
+    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    total = re.search(r"(\d+) requests in", output)
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    errors = re.search(r"Socket errors:.*", output)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
+    if not rate or not total:
+        raise SystemExit(f"cannot read wrk's output:\n{output}")
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return {
+        "rps": float(rate.group(1)),
+        "requests": float(total.group(1)),
+        "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0,
+        "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
+        "socket_errors": 1.0 if errors else 0.0,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=10, help="seconds per run")
+    parser.add_argument("--connections", type=int, default=64)
+    parser.add_argument("--requests", type=int, default=150_000, help="distinct signed requests")
+    parser.add_argument("--serve", choices=["durable", "bare"], help=argparse.SUPPRESS)
+    parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--db", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve:
+        serve(args.serve, args.port, args.db)
+        return 0
+    if shutil.which("wrk") is None:
+        print(
+            "bench_receiver: needs the 'wrk' load generator on PATH: "
+            "apt-get install -y wrk (Debian/Ubuntu) or brew install wrk (macOS)",
+            file=sys.stderr,
+        )
+        return 2
+    with tempfile.TemporaryDirectory(prefix="hookproof-bench-") as scratch:
+        work = Path(scratch)
+        requests_file, script = work / "requests.tsv", work / "cycle.lua"
+        script.write_text(LUA)
+        write_requests(requests_file, args.requests)
+        results: dict[str, dict[str, float]] = {}
+        for kind in ("bare", "durable"):
+            process, base = start_server(kind, str(work / f"{kind}-inbox.sqlite"))
+            try:
+                results[kind] = run_wrk(
+                    base, script, requests_file, args.duration, args.connections
+                )
+            finally:
+                process.terminate()
+                process.wait(timeout=15)
+    bare, durable = results["bare"], results["durable"]
+    ratio = durable["rps"] / bare["rps"]
+    print(
+        f"cpus: {os.cpu_count()}  wrk: 1 thread, {args.connections} connections, "
+        f"{args.duration} s per run"
+    )
+    for kind, result in results.items():
+        print(
+            f"{kind:8s} {result['rps']:10.0f} req/s   p99 {result['p99_ms']:7.1f} ms   "
+            f"{int(result['requests'])} requests, {int(result['non_2xx'])} non-2xx"
+        )
+    print(f"ratio durable/bare: {ratio:.1%}  (target >= 50%)")
+    if durable["non_2xx"]:
+        print("FAIL: the durable receiver answered non-2xx to distinct valid events")
+        return 1
+    if durable["requests"] > args.requests:
+        print("FAIL: wrk cycled past the distinct requests; raise --requests")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
