@@ -4,6 +4,7 @@ This package is the leaf of hookproof: it depends on starlette and sqlite-utils 
 optionally) and owns the wire scheme, signing and verifying alike.
 """
 
+from receiver.app import ReceiverSettings, create_app
 from receiver.exceptions import (
     ConfigurationError,
     InboxError,
@@ -17,6 +18,14 @@ from receiver.exceptions import (
     TimestampTooOld,
     VerificationError,
 )
+from receiver.middleware import (
+    DEFAULT_MAX_BODY,
+    Delivery,
+    HookproofMiddleware,
+    hookproof_delivery,
+)
+from receiver.probe import DEFAULT_PROBE_PREFIX
+from receiver.server import running_server
 from receiver.signing import (
     DEFAULT_TOLERANCE_S,
     GitHubStyle,
@@ -30,15 +39,20 @@ from receiver.signing import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_BODY",
+    "DEFAULT_PROBE_PREFIX",
     "DEFAULT_TOLERANCE_S",
     "ConfigurationError",
+    "Delivery",
     "GitHubStyle",
+    "HookproofMiddleware",
     "InboxError",
     "InboxUnavailable",
     "InvalidPayload",
     "MalformedHeader",
     "MissingHeader",
     "ReceiverError",
+    "ReceiverSettings",
     "Scheme",
     "Secret",
     "SignatureMismatch",
@@ -49,5 +63,8 @@ __all__ = [
     "VerificationError",
     "VerifiedMessage",
     "Verifier",
+    "create_app",
+    "hookproof_delivery",
+    "running_server",
     "scheme_named",
 ]
