@@ -64,6 +64,25 @@ _BUSY_TIMEOUT_MS: Final = 5000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STOP: Final = object()
+_CLAIMABLE = "(state = 'released' OR (state = 'in_flight' AND lease_expires_us <= :now))"
+# One statement per claim (the writer's hot path): every SET expression reads the OLD row, and
+# ``last_claim`` reports which branch was taken, since RETURNING sees only the new row.
+_CLAIM = f"""
+INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, lease_expires_us,
+                             created_us, last_claim)
+VALUES (:event_id, 'in_flight', 1, 1, 0, :expires, :now, 'claimed')
+ON CONFLICT (event_id) DO UPDATE SET
+    deliveries = deliveries + 1,
+    last_claim = CASE
+        WHEN state = 'committed' THEN 'committed'
+        WHEN state = 'in_flight' AND lease_expires_us > :now THEN 'in_flight'
+        WHEN state = 'in_flight' THEN 'taken_over'
+        ELSE 'claimed' END,
+    token = CASE WHEN {_CLAIMABLE} THEN token + 1 ELSE token END,
+    lease_expires_us = CASE WHEN {_CLAIMABLE} THEN :expires ELSE lease_expires_us END,
+    state = CASE WHEN state = 'released' THEN 'in_flight' ELSE state END
+RETURNING last_claim, token, status, lease_expires_us
+"""
 _SELECT = (
     "SELECT event_id, state, token, deliveries, effects, status, lease_expires_us, "
     "created_us, committed_us FROM hookproof_inbox WHERE event_id = ?"
@@ -124,6 +143,8 @@ class _Job:
     run: Callable[[sqlite3.Connection], Any]
     future: asyncio.Future[Any]
     loop: asyncio.AbstractEventLoop
+    isolated: bool
+    """Runs in its own SAVEPOINT (it calls the caller's work, which may fail alone)."""
 
 
 def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
@@ -149,7 +170,9 @@ class SqliteInbox(Inbox):
     """The inbox in one SQLite file (WAL, ``synchronous=FULL``), group-committed by one writer.
 
     ``path`` is created if absent (its directory must exist). A file that cannot be opened as an
-    inbox raises :class:`ConfigurationError` here, before anything is served.
+    inbox raises :class:`ConfigurationError` here, before anything is served. ``max_batch`` caps
+    the jobs per transaction; ``1`` turns group commit off (one fsync per operation), which is
+    only useful as a benchmark baseline.
     """
 
     def __init__(
@@ -158,9 +181,13 @@ class SqliteInbox(Inbox):
         *,
         lease: timedelta = DEFAULT_LEASE,
         clock: Clock = utc_now,
+        max_batch: int = MAX_BATCH,
     ) -> None:
         if not isinstance(lease, timedelta) or lease <= timedelta(0):
             raise ConfigurationError("the inbox lease must be a positive duration")
+        if isinstance(max_batch, bool) or not isinstance(max_batch, int) or max_batch < 1:
+            raise ConfigurationError("max_batch must be a positive whole number")
+        self._max_batch = max_batch
         self.path = os.fspath(path)
         if self.path in ("", ":memory:") or self.path.startswith("file:"):
             raise ConfigurationError(
@@ -217,46 +244,16 @@ class SqliteInbox(Inbox):
         lease = self.lease // _MICROSECOND
 
         def run(conn: sqlite3.Connection) -> Claim:
-            row = conn.execute(
-                "SELECT state, token, status, lease_expires_us FROM hookproof_inbox "
-                "WHERE event_id = ?",
-                (event_id,),
+            outcome, token, status, expires = conn.execute(
+                _CLAIM, {"event_id": event_id, "now": now, "expires": now + lease}
             ).fetchone()
-            if row is None:
-                conn.execute(
-                    "INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, "
-                    "lease_expires_us, created_us) VALUES (?, 'in_flight', 1, 1, 0, ?, ?)",
-                    (event_id, now + lease, now),
-                )
-                return Claim(ClaimOutcome.CLAIMED, event_id, token=1)
-            state, token, status, expires = row
-            if state == "committed":
-                conn.execute(
-                    "UPDATE hookproof_inbox SET deliveries = deliveries + 1 WHERE event_id = ?",
-                    (event_id,),
-                )
+            if outcome == "committed":
                 return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
-            if state == "in_flight" and expires > now:
-                conn.execute(
-                    "UPDATE hookproof_inbox SET deliveries = deliveries + 1 WHERE event_id = ?",
-                    (event_id,),
-                )
-                return Claim(
-                    ClaimOutcome.IN_FLIGHT,
-                    event_id,
-                    retry_after=retry_after_seconds(_at(expires), _at(now)),
-                )
-            conn.execute(
-                "UPDATE hookproof_inbox SET deliveries = deliveries + 1, state = 'in_flight', "
-                "token = token + 1, lease_expires_us = ? WHERE event_id = ?",
-                (now + lease, event_id),
-            )
-            return Claim(
-                ClaimOutcome.CLAIMED,
-                event_id,
-                token=token + 1,
-                taken_over=state == "in_flight",
-            )
+            if outcome == "in_flight":
+                retry_after = retry_after_seconds(_at(expires), _at(now))
+                return Claim(ClaimOutcome.IN_FLIGHT, event_id, retry_after=retry_after)
+            taken_over = outcome == "taken_over"
+            return Claim(ClaimOutcome.CLAIMED, event_id, token=token, taken_over=taken_over)
 
         return await self._submit(run)
 
@@ -271,22 +268,21 @@ class SqliteInbox(Inbox):
         committed_at = _to_us(self._clock())
 
         def run(conn: sqlite3.Connection) -> bool:
-            row = conn.execute(
-                "SELECT state, token FROM hookproof_inbox WHERE event_id = ?", (event_id,)
-            ).fetchone()
-            if row is None or row[0] != "in_flight" or row[1] != token:
+            # Compare-and-set first: a stale token changes nothing and runs no work. If a work
+            # then fails, the job's savepoint takes this update back with the work's writes.
+            cursor = conn.execute(
+                "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
+                "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
+                "WHERE event_id = ? AND state = 'in_flight' AND token = ?",
+                (status, committed_at, event_id, token),
+            )
+            if cursor.rowcount != 1:
                 return False
             for item in works:
                 _run_work(item, conn)
-            conn.execute(
-                "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
-                "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
-                "WHERE event_id = ?",
-                (status, committed_at, event_id),
-            )
             return True
 
-        return await self._submit(run)
+        return await self._submit(run, isolated=bool(works))
 
     async def release(self, event_id: str, token: int) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
@@ -352,12 +348,18 @@ class SqliteInbox(Inbox):
         if self._closed:
             raise InboxUnavailable("the SQLite inbox is closed")
 
-    async def _submit(self, run: Callable[[sqlite3.Connection], T]) -> T:
+    async def _submit(self, run: Callable[[sqlite3.Connection], T], *, isolated: bool = False) -> T:
+        """Queue ``run`` for the writer; its result once its batch is durably committed.
+
+        ``isolated`` jobs get their own SAVEPOINT so that an exception rolls back that job alone;
+        any other job that raises fails its whole batch (the inbox's own statements only fail
+        when the store does).
+        """
         loop = asyncio.get_running_loop()
         future: asyncio.Future[T] = loop.create_future()
         with self._lock:
             self._check_open()
-            self._queue.put(_Job(run, future, loop))
+            self._queue.put(_Job(run, future, loop, isolated))
         return await future
 
     def _shutdown(self) -> None:
@@ -373,7 +375,7 @@ class SqliteInbox(Inbox):
                 if first is _STOP:
                     break
                 batch: list[_Job] = [first]
-                while len(batch) < MAX_BATCH:
+                while len(batch) < self._max_batch:
                     try:
                         item = self._queue.get_nowait()
                     except queue.Empty:
@@ -393,6 +395,9 @@ class SqliteInbox(Inbox):
         try:
             conn.execute("BEGIN IMMEDIATE")
             for job in batch:
+                if not job.isolated:  # the inbox's own statements: they fail only with the store
+                    results.append((True, job.run(conn)))
+                    continue
                 conn.execute("SAVEPOINT job")
                 try:
                     value = job.run(conn)

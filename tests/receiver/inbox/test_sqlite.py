@@ -141,7 +141,7 @@ async def test_the_file_uses_wal_and_the_schema_is_recorded_once(path: Path) -> 
         names = [name for (name,) in conn.execute("SELECT name FROM _sqlite_migrations")]
     finally:
         conn.close()
-    assert names == ["0001_inbox", "0002_inbox_committed_index"]
+    assert names == ["0001_inbox", "0002_inbox_committed_index", "0003_inbox_last_claim"]
 
 
 async def test_writes_are_synchronous_full(inbox: SqliteInbox) -> None:
