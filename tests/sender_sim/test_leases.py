@@ -149,3 +149,24 @@ def test_no_ack_when_the_transition_cannot_be_persisted(
     sim.advance(POLICY.lease_duration)
     asyncio.run(sim.run_until_settled(delivery_ids=[did]))
     assert sim.delivery(did).state is State.DELIVERED
+
+
+def test_a_stale_ack_is_refused_while_the_new_holder_still_works(make_sim: MakeSim) -> None:
+    """The fencing token, not the state, refuses it: the delivery is still leased (to w2)."""
+    sim = make_sim(Receiver(200), policy=POLICY)
+    did = sim.publish(endpoint_id="partner", deadline_at=T0 + timedelta(hours=2))
+    w1, w2 = sim.worker("w1"), sim.worker("w2")
+    [old] = w1.claim()
+    sim.advance(POLICY.lease_duration)
+    [new] = w2.claim()
+
+    async def late_first() -> tuple[list[bool], list[bool]]:
+        late = await w1.send(old)
+        stale = w1.complete([late])
+        assert sim.delivery(did).state is State.LEASED  # untouched: still w2's
+        return stale, w2.complete([await w2.send(new)])
+
+    stale, fresh = asyncio.run(late_first())
+    assert (stale, fresh) == ([False], [True])
+    assert sim.delivery(did).state is State.DELIVERED
+    assert sim.metrics().lease_expiry_duplicates == 1
