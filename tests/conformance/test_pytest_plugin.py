@@ -1,0 +1,114 @@
+"""The pytest plugin, driven by ``pytester``: inert unless opted in; one item per scenario against
+an ASGI app in process or a URL; failures carry the reproduction; settings from the config file."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from receiver.server import running_server
+
+from conformance.catalogue import CATALOGUE
+from conformance.model import Harness
+from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
+from tests.conformance.support import SECRET
+
+pytest_plugins = ["pytester"]
+
+C_COUNT = len(CATALOGUE.tagged(Harness.C))
+
+APPS = f'''
+import base64
+from receiver.app import ReceiverSettings, create_app
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+SECRET = {SECRET!r}
+
+
+def reference():
+    import tempfile, os
+    db = os.path.join(tempfile.mkdtemp(), "inbox.sqlite")
+    return create_app(ReceiverSettings(secrets=[SECRET], db=db, probe_token="tok"))
+
+
+async def _accept_everything(request):
+    await request.body()
+    return JSONResponse({{"ok": True}})
+
+
+accepts_everything = Starlette(routes=[Route("/webhooks", _accept_everything, methods=["POST"])])
+'''
+
+
+@pytest.fixture
+def apps(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(partner_apps=APPS)
+    pytester.syspathinsert()
+    return pytester
+
+
+def test_the_plugin_is_inert_without_its_options(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile("def test_ordinary():\n    assert True\n")
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=1)
+    assert "hookproof::" not in result.stdout.str()
+    assert "collected 1 item" in result.stdout.str()
+
+
+def test_one_item_per_scenario_against_an_app_in_process(apps: pytest.Pytester) -> None:
+    apps.makepyfile(conftest="import partner_apps\napp = partner_apps.reference()\n")
+    result = apps.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hookproof-app", "conftest:app", "--hookproof-secret", SECRET,
+        "--hookproof-probe", "/_hookproof/events", "--hookproof-probe-token", "tok", "-v",
+    )
+    result.assert_outcomes(passed=C_COUNT)
+    result.stdout.fnmatch_lines(["*hookproof::signature.valid PASSED*"])
+
+
+def test_failures_carry_the_guarantee_and_the_curl_reproduction(apps: pytest.Pytester) -> None:
+    result = apps.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hookproof-app", "partner_apps:accepts_everything",
+        "--hookproof-secret", SECRET, "--hookproof-select", "signature",
+    )
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("failed", 0) >= 5
+    text = result.stdout.str()
+    assert "signature.tampered-body [must]" in text
+    assert "guarantee: A body changed after signing is refused with 401" in text
+    assert "reproduce:" in text and "curl -sS -i -X POST http://hookproof.test/webhooks" in text
+    assert "v1,<redacted>" in text and SECRET not in text
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[str]:
+    with running_server(plain_receiver(SECRET)) as base:
+        yield base
+
+
+def test_a_url_with_settings_from_the_config_file(
+    pytester: pytest.Pytester, served: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOOKPROOF_TEST_SECRET", SECRET)
+    pytester.makefile(
+        ".toml",
+        hookproof=(
+            f"url = '{served}/webhooks'\nsecret = '${{HOOKPROOF_TEST_SECRET}}'\n"
+            f"probe = '{served}/_hookproof/events'\nprobe_token = '{PROBE_TOKEN}'\n"
+            "select = ['clock', 'idempotency']\n"
+        ),
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "--hookproof")
+    expected = len([s for s in CATALOGUE.tagged(Harness.C) if s.family in ("clock", "idempotency")])
+    result.assert_outcomes(passed=expected)
+
+
+def test_an_unreachable_url_fails_every_item_in_one_line(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hookproof-url", "http://127.0.0.1:9/webhooks",
+        "--hookproof-secret", SECRET, "--hookproof-select", "signature.valid",
+    )
+    result.assert_outcomes(failed=1)
+    assert "never answered" in result.stdout.str()

@@ -1,0 +1,110 @@
+"""The runner's building blocks: odd-but-valid JSON, tampering, redaction, the ``curl``
+reproduction, the event template, and the config file (discovery, ``${ENV}``, strict keys)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from receiver.signing import Secret
+
+from conformance.config import CheckSettings, load_config, substitute_env
+from conformance.exceptions import ConfigError, UsageError
+from conformance.payloads import PayloadFactory
+from conformance.wire import WireRequest, WireScheme, redact_signature, tamper, unusual_json
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@given(json_values)
+def test_unusual_json_is_valid_json_of_the_same_document(document: Any) -> None:
+    rendered = unusual_json(document)
+    assert json.loads(rendered) == document
+    compact = json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+    assert rendered != compact
+
+
+def test_tampering_keeps_json_but_changes_the_bytes() -> None:
+    body = PayloadFactory().body("evt_1")
+    changed = tamper(body)
+    assert changed != body and json.loads(changed)
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("v1,abc123== v1,def456==", "v1,<redacted> v1,<redacted>"),
+        ("t=1700000000,v1=deadbeef,v0=cafe", "t=1700000000,v1=<redacted>,v0=<redacted>"),
+        ("sha256=" + "a" * 64, "sha256=<redacted>"),
+        ("garbage", "<redacted>"),
+    ],
+)
+def test_signature_headers_are_redacted_keeping_their_structure(value: str, expected: str) -> None:
+    assert redact_signature(value) == expected
+
+
+def test_the_curl_reproduction_sends_exactly_the_recorded_bytes() -> None:
+    body = b'{"a": "it\'s \\"quoted\\""}'
+    request = WireRequest(
+        "http://127.0.0.1:8000/webhooks",
+        (("webhook-id", b"evt_1"), ("webhook-signature", b"v1,c2VjcmV0")),
+        body,
+    )
+    parts = shlex.split(request.curl(signature_header="webhook-signature"))
+    assert parts[parts.index("--data-binary") + 1].encode() == body
+    assert "webhook-signature: v1,<redacted>" in parts and "webhook-id: evt_1" in parts
+    shown = shlex.split(request.curl(signature_header="webhook-signature", show_secrets=True))
+    assert "webhook-signature: v1,c2VjcmV0" in shown
+
+
+def test_templates_substitute_ids_and_put_the_id_in_the_body_for_stripe() -> None:
+    factory = PayloadFactory('{"type": "invoice.paid", "ref": "{{event_id}}"}', id_in_body=True)
+    document = json.loads(factory.body("evt_9"))
+    assert document == {"id": "evt_9", "type": "invoice.paid", "ref": "evt_9"}
+    same = PayloadFactory('{"ref": "{{event_id}}"}')
+    assert same.body("evt_a", reference="evt_x") == same.body("evt_b", reference="evt_x")
+    with pytest.raises(UsageError, match="not JSON"):
+        PayloadFactory("{nope").body("evt_1")
+
+
+def test_a_wire_scheme_refuses_an_unusable_secret_without_showing_it() -> None:
+    with pytest.raises(UsageError) as caught:
+        WireScheme("standard", (Secret("whsec_!!!not-base64"),))
+    assert "!!!not-base64" not in str(caught.value)
+
+
+def test_env_substitution() -> None:
+    env = {"A": "alpha"}
+    assert substitute_env("x-${A}-${B:-beta}", "k", env) == "x-alpha-beta"
+    with pytest.raises(ConfigError, match=r"\$\{C\}"):
+        substitute_env("${C}", "secret", env)
+
+
+def test_config_discovery_strict_keys_and_types(tmp_path: Path) -> None:
+    assert load_config(cwd=tmp_path) == {}
+    (tmp_path / "pyproject.toml").write_text("[tool.other]\nx = 1\n")
+    assert load_config(cwd=tmp_path) == {}
+    (tmp_path / "hookproof.toml").write_text(
+        "timeout = 2\n[check]\nconcurrency = 3\nsecret = ['${S1}', 'b']\n"
+    )
+    values = load_config(cwd=tmp_path, environ={"S1": "s3cr3t-value"})
+    assert values == {"timeout": 2, "concurrency": 3, "secrets": ("s3cr3t-value", "b")}
+    settings = CheckSettings().merged(values).merged({"timeout": 4.0, "seed": None})
+    assert settings.timeout == 4.0 and settings.concurrency == 3
+    assert "s3cr3t-value" not in repr(settings)
+    (tmp_path / "hookproof.toml").write_text("timeuot = 2\n")
+    with pytest.raises(ConfigError, match="unknown key 'timeuot'"):
+        load_config(cwd=tmp_path)
+    (tmp_path / "hookproof.toml").write_text("timeout = 'slow'\n")
+    with pytest.raises(ConfigError, match="wrong type"):
+        load_config(cwd=tmp_path)
