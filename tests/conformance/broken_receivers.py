@@ -73,12 +73,13 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "no-dedupe": frozenset(
         {"idempotency.sequential-duplicate", "idempotency.crash-after-send",
          "idempotency.concurrent-duplicates", "idempotency.redrive-duplicate",
-         "idempotency.double-redrive", "idempotency.in-flight-duplicate"}
+         "idempotency.double-redrive", "idempotency.in-flight-duplicate",
+         "story.renewal-reminder"}
     ),
     "dedupe-on-body-hash": frozenset({"idempotency.distinct-same-body"}),
     "conflict-on-duplicate": frozenset(
         {"idempotency.sequential-duplicate", "idempotency.crash-after-send",
-         "idempotency.redrive-duplicate"}
+         "idempotency.redrive-duplicate", "story.renewal-reminder"}
     ),
     "check-then-insert-race": frozenset({"idempotency.concurrent-duplicates"}),
     "in-flight-409": frozenset({"idempotency.in-flight-duplicate"}),
