@@ -16,16 +16,19 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   changes nothing and runs no work; a work that raises rolls back its own writes and the inbox
   record alike (the record stays in flight with the caller's token, exactly as in
   :class:`~receiver.inbox.memory.MemoryInbox`) and its exception propagates unchanged.
-- **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` (keep the
-  server's ``synchronous_commit`` at ``on`` or stronger: the 2xx promises durability).
+- **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
+  server's ``synchronous_commit`` (keep it ``on`` or stronger: the 2xx promises durability).
+  Claims and releases commit without waiting for the WAL flush (see ``_NOT_DURABLE``): losing
+  one in a database crash is harmless, and it halves the fsyncs per delivery.
 
 Connections come from a :class:`psycopg_pool.AsyncConnectionPool` (no blocking call on the event
-loop). Each connection is checked when it is handed out and the whole pool is re-checked after a
-failure, so connections killed under the receiver (``pg_terminate_backend``, a server restart) are
-replaced instead of failing request after request. An unreachable or misconfigured database is one
-:class:`~receiver.exceptions.ConfigurationError` from :meth:`PostgresInbox.connect`; a database that
-goes away later turns operations into :class:`~receiver.exceptions.InboxUnavailable` (503 with
-``Retry-After``), and the pool reconnects by itself when the server is back.
+loop). A connection that sat idle is checked before it is handed out, and the whole pool is
+re-checked after a failure, so connections killed under the receiver (``pg_terminate_backend``, a
+server restart) are replaced instead of failing request after request. An unreachable or
+misconfigured database is one :class:`~receiver.exceptions.ConfigurationError` from
+:meth:`PostgresInbox.connect`; a database that goes away later turns operations into
+:class:`~receiver.exceptions.InboxUnavailable` (503 with ``Retry-After``), and the pool reconnects
+by itself when the server is back.
 
 **Location.** A libpq URL, ``postgresql://`` or ``postgres://``, with every libpq parameter
 (``application_name``, ``sslmode``, ``options`` …) plus these hookproof parameters, removed before
@@ -57,6 +60,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import re
+import time
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -92,6 +97,7 @@ DEFAULT_POOL_MAX_SIZE = 10
 DEFAULT_POOL_TIMEOUT_S = 5.0
 DEFAULT_POOL_RECONNECT_TIMEOUT_S = 2.0
 DEFAULT_CONNECT_TIMEOUT_S = 10.0
+DEFAULT_CHECK_IDLE_AFTER_S = 1.0
 RETRY_AFTER_UNAVAILABLE_S = 1
 """What :class:`InboxUnavailable` suggests as ``Retry-After`` (the middleware decides)."""
 
@@ -120,7 +126,7 @@ ON CONFLICT (event_id) DO UPDATE SET
     token = CASE WHEN {_CLAIMABLE} THEN r.token + 1 ELSE r.token END,
     lease_expires_at = CASE WHEN {_CLAIMABLE} THEN %(expires)s ELSE r.lease_expires_at END,
     state = CASE WHEN r.state = 'committed' THEN 'committed' ELSE 'in_flight' END
-RETURNING last_claim, token, status, lease_expires_at
+RETURNING last_claim, token, status, lease_expires_at, {{not_durable}}
 """
 _COMMIT_SQL = """
 UPDATE {table} SET state = 'committed', status = %(status)s, effects = effects + 1,
@@ -131,8 +137,14 @@ RETURNING event_id
 _RELEASE_SQL = """
 UPDATE {table} SET state = 'released'
 WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
-RETURNING event_id
+RETURNING event_id, {not_durable}
 """
+_NOT_DURABLE = "set_config('synchronous_commit', 'off', true)"
+"""Evaluated in a statement's RETURNING: that statement's own (implicit) transaction commits
+without waiting for the WAL flush. Only for claims and releases, which may be lost in a database
+crash without harm: a lost claim is claimed again by the retry, a lost release expires with its
+lease, and the WAL is flushed in order, so a later durable commit makes them durable too. Every
+``commit`` keeps the server's setting (``on``): its 2xx promises durability."""
 _LOOKUP_SQL = f"SELECT {_COLUMNS} FROM {{table}} WHERE event_id = %(event_id)s"
 _PURGE_SQL = """
 WITH purged AS (
@@ -223,6 +235,7 @@ class PostgresInbox(Inbox):
         *,
         lease: timedelta,
         clock: Clock,
+        used_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] | None = None,
     ) -> None:
         from psycopg import sql
 
@@ -232,12 +245,14 @@ class PostgresInbox(Inbox):
         self._location = location
         self._closed = False
         self._check_task: asyncio.Task[None] | None = None
+        self._used_at = used_at if used_at is not None else weakref.WeakKeyDictionary()
         table = sql.SQL("{}.{}").format(
             sql.Identifier(location.schema), sql.Identifier(INBOX_TABLE)
         )
-        self._claim_sql = sql.SQL(_CLAIM_SQL).format(table=table)
+        not_durable = sql.SQL(_NOT_DURABLE)
+        self._claim_sql = sql.SQL(_CLAIM_SQL).format(table=table, not_durable=not_durable)
         self._commit_sql = sql.SQL(_COMMIT_SQL).format(table=table)
-        self._release_sql = sql.SQL(_RELEASE_SQL).format(table=table)
+        self._release_sql = sql.SQL(_RELEASE_SQL).format(table=table, not_durable=not_durable)
         self._lookup_sql = sql.SQL(_LOOKUP_SQL).format(table=table)
         self._purge_sql = sql.SQL(_PURGE_SQL).format(table=table)
 
@@ -249,13 +264,15 @@ class PostgresInbox(Inbox):
         lease: timedelta = DEFAULT_LEASE,
         clock: Clock = utc_now,
         schema: str | None = None,
-        check_connections: bool = True,
+        check_idle_after: float | None = DEFAULT_CHECK_IDLE_AFTER_S,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,
     ) -> PostgresInbox:
         """Reach the database, migrate the schema, open the pool; or one clear ConfigurationError.
 
-        ``check_connections`` checks each pooled connection as it is handed out (one extra
-        round trip, so that a connection killed under the pool never fails a request).
+        ``check_idle_after``: a pooled connection that sat idle longer than this many seconds is
+        checked (one round trip) before it is handed out, so a connection killed while nobody
+        used it (a database restart at night) never fails a request; connections in steady use
+        skip the check. ``0`` checks every time, ``None`` never.
         """
         if lease <= timedelta(0):
             raise ConfigurationError("the inbox lease must be positive")
@@ -289,6 +306,9 @@ class PostgresInbox(Inbox):
             await first.close()
 
         configure = _search_path_setter(parsed.schema) if parsed.set_search_path else None
+        used_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] = (
+            weakref.WeakKeyDictionary()
+        )
         pool: AsyncConnectionPool[Any] = AsyncConnectionPool(
             parsed.conninfo,
             kwargs=kwargs,
@@ -296,7 +316,7 @@ class PostgresInbox(Inbox):
             max_size=parsed.pool_max_size,
             open=False,
             configure=configure,
-            check=AsyncConnectionPool.check_connection if check_connections else None,
+            check=None if check_idle_after is None else _IdleCheck(check_idle_after, used_at),
             timeout=parsed.pool_timeout,
             reconnect_timeout=parsed.pool_reconnect_timeout,
             name=f"hookproof-inbox-{parsed.schema}",
@@ -309,7 +329,7 @@ class PostgresInbox(Inbox):
                 f"cannot open connections to the PostgreSQL inbox at {parsed.display}: "
                 f"{_reason(exc, parsed)}"
             ) from exc
-        return cls(pool, parsed, lease=lease, clock=clock)
+        return cls(pool, parsed, lease=lease, clock=clock, used_at=used_at)
 
     @property
     def schema(self) -> str:
@@ -328,7 +348,7 @@ class PostgresInbox(Inbox):
             row = await self._fetchone(conn, self._claim_sql, params)
         if row is None:  # pragma: no cover - INSERT … RETURNING always returns the row
             raise InboxError(f"claiming {event_id!r} returned nothing")
-        last_claim, token, status, lease_expires_at = row
+        last_claim, token, status, lease_expires_at, _ = row
         if last_claim == "committed":
             return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
         if last_claim == "in_flight":
@@ -423,7 +443,10 @@ class PostgresInbox(Inbox):
             raise InboxUnavailable("the PostgreSQL inbox is closed")
         try:
             async with self._pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                finally:
+                    self._used_at[conn] = time.monotonic()
         except psycopg.OperationalError as exc:  # lost connection, shutdown, pool timeout …
             self._recheck_pool()
             raise InboxUnavailable(
@@ -462,6 +485,23 @@ class PostgresInbox(Inbox):
             await self._pool.check()
         except psycopg.Error:  # pragma: no cover - the pool logs and replaces on its own
             return
+
+
+class _IdleCheck:
+    """The pool's ``check``: test a connection only when it sat idle for a while."""
+
+    def __init__(
+        self, idle_after: float, used_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float]
+    ) -> None:
+        self.idle_after = idle_after
+        self.used_at = used_at
+
+    async def __call__(self, conn: AsyncConnection[Any]) -> None:
+        from psycopg_pool import AsyncConnectionPool
+
+        last = self.used_at.get(conn)
+        if last is None or time.monotonic() - last >= self.idle_after:
+            await AsyncConnectionPool.check_connection(conn)
 
 
 class _StaleToken(Exception):

@@ -181,11 +181,12 @@ async def test_terminated_connections_are_replaced_without_failing_a_request(
     postgres_dsn: str, schema: str, application_name: str
 ) -> None:
     location = inbox_location(postgres_dsn, schema, application_name=application_name)
-    async with await PostgresInbox.connect(location) as inbox:
+    async with await PostgresInbox.connect(location, check_idle_after=0) as inbox:
         for n in range(4):
             await inbox.claim(f"evt_warm{n}")
         assert await terminate_backends(postgres_dsn, application_name) >= 1
-        # Each connection is checked as it is handed out: the dead ones are replaced.
+        # Connections idle for check_idle_after (here 0 s) are checked as they are handed
+        # out: the dead ones are replaced before any operation sees them.
         claim = await inbox.claim("evt_after")
         assert claim.outcome is ClaimOutcome.CLAIMED
 
@@ -196,7 +197,7 @@ async def test_a_lost_connection_is_inbox_unavailable_then_the_pool_recovers(
     location = inbox_location(
         postgres_dsn, schema, application_name=application_name, pool_min_size=1, pool_max_size=1
     )
-    inbox = await PostgresInbox.connect(location, check_connections=False)
+    inbox = await PostgresInbox.connect(location, check_idle_after=None)
     try:
         await inbox.claim("evt_before")
         assert await terminate_backends(postgres_dsn, application_name) == 1

@@ -1,0 +1,351 @@
+"""Benchmark: receiver replicas on PostgreSQL vs one on SQLite vs a bare Starlette endpoint.
+
+    .venv/bin/python bench/bench_scaling.py [--duration 8] [--connections 32] [--dsn URL]
+
+Every configuration is measured in the same run, on the same machine, with the same load:
+
+* **bare** — a Starlette endpoint that reads the body and answers a small JSON (the baseline);
+* **sqlite x1** — one ``hookproof receiver --db FILE`` (WAL, ``synchronous=FULL``, group commit);
+* **postgres x1** — one ``hookproof receiver --db postgresql://…`` (the PostgreSQL inbox);
+* **postgres x2** — two such replicas sharing one inbox schema, the load split evenly.
+
+Servers are real processes (``hookproof receiver`` through the CLI; the bare app under the same
+uvicorn configuration, ``receiver.server.serve``). The load generator is ``wrk`` (install with
+``apt-get install -y wrk``), one thread per target, driven by a Lua script that cycles through
+pre-signed Standard Webhooks requests read from a file: every request is a DISTINCT event (a
+duplicate would take the cheaper duplicate path), signed just before the run. For two replicas,
+two wrk processes run at the same time, each with half the connections and a disjoint half of the
+events; requests/s are added and the p99 reported is the larger of the two (conservative). Each
+configuration gets a short warm-up on other events first. Both the PostgreSQL server and the
+load generator share the machine's cores with the receivers, so the numbers compare the
+configurations with each other, not with a production deployment.
+
+The script prints requests/s, p99 and ratios against the bare endpoint, and fails if any durable
+answer was not 2xx or if wrk ran out of distinct requests. It needs PostgreSQL at ``--dsn``
+(default ``$HOOKPROOF_TEST_POSTGRES_DSN``, else ``postgresql://postgres@127.0.0.1:5432/test``);
+it works in a schema of its own and drops it at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlencode, urlsplit, urlunsplit
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+HOST = "127.0.0.1"
+DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
+WARMUP_S = 2
+
+LUA = r"""
+-- Cycles through pre-signed requests, one per line: id \t timestamp \t signature \t body.
+-- Arguments: the file, a stride and an offset (two wrk processes take every other line).
+local requests = {}
+local index = 0
+local stride = 1
+
+function init(args)
+  stride = tonumber(args[2]) or 1
+  index = tonumber(args[3]) or 0
+  for line in io.lines(args[1]) do
+    local id, ts, sig, body = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t(.*)$")
+    requests[#requests + 1] = wrk.format("POST", "/webhooks", {
+      ["content-type"] = "application/json",
+      ["webhook-id"] = id,
+      ["webhook-timestamp"] = ts,
+      ["webhook-signature"] = sig,
+    }, body)
+  end
+end
+
+function request()
+  local r = requests[(index % #requests) + 1]
+  index = index + stride
+  return r
+end
+"""
+
+
+@dataclass(frozen=True)
+class Result:
+    rps: float
+    requests: int
+    non_2xx: int
+    p99_ms: float
+    socket_errors: str
+
+
+def write_requests(path: Path, prefix: str, count: int) -> None:
+    """``count`` distinct signed events, one per line."""
+    from receiver.signing import Secret, Verifier
+
+    signer = Verifier([Secret(SECRET)])
+    now = int(time.time())
+    with path.open("w") as out:
+        for n in range(count):
+            event_id = f"evt_{prefix}_{n:08d}"
+            body = json.dumps(
+                {
+                    "type": "renewal.reminder_due",
+                    "timestamp": "2026-01-01T09:57:50.123456Z",
+                    "data": {"renewal_id": f"ren_{n}", "customer": "cus_4711", "days_left": 3},
+                },
+                separators=(",", ":"),
+            )
+            headers = signer.sign(body.encode(), event_id=event_id, timestamp=now)
+            out.write(f"{event_id}\t{now}\t{headers['webhook-signature']}\t{body}\n")
+
+
+def serve_bare(port: int) -> None:
+    """The baseline: a bare Starlette endpoint under the receiver's uvicorn configuration."""
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from receiver.server import bind_socket, serve
+
+    async def webhook(request: Request) -> Response:
+        await request.body()
+        return JSONResponse({"event_id": request.headers["webhook-id"], "reminder": "recorded"})
+
+    async def health(request: Request) -> Response:
+        return JSONResponse({"ok": True})
+
+    app = Starlette(
+        routes=[
+            Route("/webhooks", webhook, methods=["POST"]),
+            Route("/healthz", health, methods=["GET"]),
+        ]
+    )
+    serve(app, bind_socket(HOST, port), log_level="warning")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind((HOST, 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.contextmanager
+def server(kind: str, db: str | None = None) -> Iterator[str]:
+    """Start one server process, wait for /healthz, yield its base URL, stop it."""
+    port = free_port()
+    if kind == "bare":
+        argv = [sys.executable, __file__, "--serve-bare", str(port)]
+    else:
+        assert db is not None
+        argv = [
+            sys.executable,
+            "-c",
+            "from conformance.cli import run; run()",
+            "receiver",
+            "--port",
+            str(port),
+            "--db",
+            db,
+            "--log-level",
+            "warning",
+        ]
+    process = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "HOOKPROOF_SECRET": SECRET})
+    base = f"http://{HOST}:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise SystemExit(f"the {kind} server exited with {process.returncode}")
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the {kind} server did not start")
+            time.sleep(0.05)  # real-time: waiting for the server process to listen
+        yield base
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def wrk_command(
+    base: str,
+    script: Path,
+    requests: Path,
+    seconds: int,
+    connections: int,
+    stride: int,
+    offset: int,
+) -> list[str]:
+    return [
+        "wrk",
+        "-t1",
+        f"-c{connections}",
+        f"-d{seconds}s",
+        "--latency",
+        "-s",
+        str(script),
+        base,
+        "--",
+        str(requests),
+        str(stride),
+        str(offset),
+    ]
+
+
+def parse_wrk(output: str) -> Result:
+    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
+    total = re.search(r"(\d+) requests in", output)
+    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
+    errors = re.search(r"Socket errors:(.*)", output)
+    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", output)
+    if not rate or not total or not p99:
+        raise SystemExit(f"cannot read wrk's output:\n{output}")
+    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    return Result(
+        rps=float(rate.group(1)),
+        requests=int(total.group(1)),
+        non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
+        p99_ms=float(p99.group(1)) * scale[p99.group(2)],
+        socket_errors=errors.group(1).strip() if errors else "",
+    )
+
+
+def load(bases: list[str], script: Path, requests: Path, seconds: int, connections: int) -> Result:
+    """Run wrk against every base at once (the connections split evenly); combine the results."""
+    share = max(1, connections // len(bases))
+    processes = [
+        subprocess.Popen(
+            wrk_command(base, script, requests, seconds, share, len(bases), offset),
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        for offset, base in enumerate(bases)
+    ]
+    results = [parse_wrk(process.communicate()[0]) for process in processes]
+    return Result(
+        rps=sum(r.rps for r in results),
+        requests=sum(r.requests for r in results),
+        non_2xx=sum(r.non_2xx for r in results),
+        p99_ms=max(r.p99_ms for r in results),
+        socket_errors="; ".join(r.socket_errors for r in results if r.socket_errors),
+    )
+
+
+def with_parameters(dsn: str, **parameters: str) -> str:
+    parts = urlsplit(dsn)
+    query = "&".join(q for q in (parts.query, urlencode(parameters)) if q)
+    return urlunsplit(parts._replace(query=query))
+
+
+def drop_schema(dsn: str, schema: str) -> None:
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--duration", type=int, default=8, help="measured seconds per run")
+    parser.add_argument("--connections", type=int, default=32, help="wrk connections in total")
+    parser.add_argument("--requests", type=int, default=60_000, help="distinct events per run")
+    parser.add_argument("--dsn", default=os.environ.get("HOOKPROOF_TEST_POSTGRES_DSN", DEFAULT_DSN))
+    parser.add_argument("--serve-bare", type=int, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.serve_bare:
+        serve_bare(args.serve_bare)
+        return 0
+    if shutil.which("wrk") is None:
+        print("bench_scaling: needs 'wrk' on PATH: apt-get install -y wrk", file=sys.stderr)
+        return 2
+    schema = f"hp_bench_{uuid.uuid4().hex[:8]}"
+    results: dict[str, Result] = {}
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="hookproof-scaling-") as scratch:
+        work = Path(scratch)
+        script = work / "cycle.lua"
+        script.write_text(LUA)
+        configurations: list[tuple[str, str, list[str | None]]] = [
+            ("bare", "bare", [None]),
+            ("sqlite x1", "receiver", [str(work / "inbox.sqlite")]),
+            (
+                "postgres x1",
+                "receiver",
+                [with_parameters(args.dsn, schema=schema + "_1", application_name="hp-bench-1")],
+            ),
+            (
+                "postgres x2",
+                "receiver",
+                [
+                    with_parameters(args.dsn, schema=schema + "_2", application_name="hp-bench-a"),
+                    with_parameters(args.dsn, schema=schema + "_2", application_name="hp-bench-b"),
+                ],
+            ),
+        ]
+        try:
+            for number, (name, kind, dbs) in enumerate(configurations):
+                warmup, measured = work / f"warmup{number}.tsv", work / f"run{number}.tsv"
+                write_requests(warmup, f"w{number}", args.requests // 4)
+                write_requests(measured, f"m{number}", args.requests)
+                with contextlib.ExitStack() as stack:
+                    bases = []
+                    for db in dbs:  # one after the other: each migrates, then serves
+                        bases.append(stack.enter_context(server(kind, db)))
+                    load(bases, script, warmup, WARMUP_S, args.connections)
+                    result = load(bases, script, measured, args.duration, args.connections)
+                results[name] = result
+                if kind != "bare" and result.non_2xx:
+                    failures.append(f"{name}: {result.non_2xx} non-2xx answers to distinct events")
+                if result.requests > args.requests:
+                    failures.append(
+                        f"{name}: wrk cycled past the distinct events; raise --requests"
+                    )
+        finally:
+            for suffix in ("_1", "_2"):
+                drop_schema(args.dsn, schema + suffix)
+    baseline = results["bare"]
+    print(
+        f"cpus: {os.cpu_count()}  wrk: 1 thread per target, {args.connections} connections in "
+        f"total, {args.duration} s measured after {WARMUP_S} s warm-up, distinct events"
+    )
+    print(f"{'configuration':14s} {'req/s':>9s} {'vs bare':>8s} {'p99 ms':>8s} {'requests':>9s}")
+    for name, result in results.items():
+        print(
+            f"{name:14s} {result.rps:9.0f} {result.rps / baseline.rps:8.1%} "
+            f"{result.p99_ms:8.1f} {result.requests:9d}"
+            + (f"  socket errors: {result.socket_errors}" if result.socket_errors else "")
+        )
+    sqlite, pg2 = results["sqlite x1"], results["postgres x2"]
+    print(f"postgres x2 / sqlite x1: {pg2.rps / sqlite.rps:.2f}x requests/s")
+    for failure in failures:
+        print(f"FAIL: {failure}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
