@@ -226,10 +226,12 @@ def demo_command(
     """Start the reference receiver on a free local port and check it with every scenario."""
     from conformance.demo import demo_settings, serving_reference_receiver
 
-    with tempfile.TemporaryDirectory(prefix="hookproof-demo-") as workdir:
-        with serving_reference_receiver(Path(workdir)) as served:
-            click.echo(f"reference receiver listening on {served.url} (SQLite inbox in {workdir})")
-            settings = demo_settings(served).merged(
-                {"select": select, "json": json_path, "junit": junit_path, "seed": seed}
-            )
-            return _run(settings)
+    with (
+        tempfile.TemporaryDirectory(prefix="hookproof-demo-") as workdir,
+        serving_reference_receiver(Path(workdir)) as served,
+    ):
+        click.echo(f"reference receiver listening on {served.url} (SQLite inbox in {workdir})")
+        settings = demo_settings(served).merged(
+            {"select": select, "json": json_path, "junit": junit_path, "seed": seed}
+        )
+        return _run(settings)

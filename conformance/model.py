@@ -38,7 +38,7 @@ class Severity(enum.StrEnum):
 
 
 class Harness(enum.StrEnum):
-    """Where a scenario runs: sender simulator (S), reference receiver in process (R), any URL (C)."""
+    """Where a scenario runs: sender simulator (S), reference receiver (R), any URL (C)."""
 
     S = "S"
     R = "R"

@@ -20,7 +20,8 @@ __all__ = ["DEFAULT_TEMPLATE", "PayloadFactory", "load_template"]
 
 DEFAULT_TEMPLATE = (
     '{"type":"hookproof.conformance.ping","timestamp":"{{occurred_at}}",'
-    '"data":{"reference":"{{event_id}}","note":"a generic event a conformant receiver acknowledges"}}'
+    '"data":{"reference":"{{event_id}}",'
+    '"note":"a generic event a conformant receiver acknowledges"}}'
 )
 """The generic event type a conformant receiver must acknowledge (2xx) and apply once."""
 

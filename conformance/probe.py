@@ -46,12 +46,12 @@ class Probe:
         token = self.token if show_secrets else "<redacted>"
         return f"curl -sS -H 'Authorization: Bearer {token}' '{self.url(event_id)}'"
 
-    async def read(self, client: httpx.AsyncClient, event_id: str, timeout: float) -> ProbeSnapshot:
+    async def read(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> ProbeSnapshot:
         try:
             response = await client.get(
                 self.url(event_id),
                 headers={"authorization": f"Bearer {self.token}"},
-                timeout=timeout,
+                timeout=wait_s,
             )
         except httpx.HTTPError as error:
             raise HarnessError(f"the probe did not answer: {error.__class__.__name__}") from None

@@ -26,19 +26,41 @@ _BASE = "http://hookproof.test"
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("hookproof", "webhook receiver conformance (hookproof)")
-    group.addoption("--hookproof", action="store_true", default=False,
-                    help="Run the hookproof suite with settings from the config file.")
-    group.addoption("--hookproof-app", default=None, metavar="MODULE:ATTR",
-                    help="Check this ASGI app in process (no server).")
-    group.addoption("--hookproof-url", default=None, metavar="URL",
-                    help="Check the webhook endpoint at URL.")
-    group.addoption("--hookproof-path", default=None, metavar="PATH",
-                    help="The app's webhook path (default /webhooks).")
-    group.addoption("--hookproof-secret", action="append", default=[], metavar="SECRET",
-                    help="Signing secret (repeatable).")
+    group.addoption(
+        "--hookproof",
+        action="store_true",
+        default=False,
+        help="Run the hookproof suite with settings from the config file.",
+    )
+    group.addoption(
+        "--hookproof-app",
+        default=None,
+        metavar="MODULE:ATTR",
+        help="Check this ASGI app in process (no server).",
+    )
+    group.addoption(
+        "--hookproof-url", default=None, metavar="URL", help="Check the webhook endpoint at URL."
+    )
+    group.addoption(
+        "--hookproof-path",
+        default=None,
+        metavar="PATH",
+        help="The app's webhook path (default /webhooks).",
+    )
+    group.addoption(
+        "--hookproof-secret",
+        action="append",
+        default=[],
+        metavar="SECRET",
+        help="Signing secret (repeatable).",
+    )
     group.addoption("--hookproof-scheme", default=None, choices=["standard", "stripe", "github"])
-    group.addoption("--hookproof-probe", default=None, metavar="URL_PREFIX",
-                    help="Probe prefix (a path is resolved against the app).")
+    group.addoption(
+        "--hookproof-probe",
+        default=None,
+        metavar="URL_PREFIX",
+        help="Probe prefix (a path is resolved against the app).",
+    )
     group.addoption("--hookproof-probe-token", default=None, metavar="TOKEN")
     group.addoption("--hookproof-select", action="append", default=[], metavar="SELECTOR")
     group.addoption("--hookproof-deselect", action="append", default=[], metavar="SELECTOR")
@@ -75,19 +97,25 @@ class _Session:
 
         option = self.config.getoption
         file_values = load_config(option("hookproof_config"), cwd=self.config.rootpath)
-        settings = CheckSettings().merged(file_values).merged({
-            "url": option("hookproof_url"),
-            "app": option("hookproof_app"),
-            "path": option("hookproof_path"),
-            "secrets": tuple(option("hookproof_secret")),
-            "scheme": option("hookproof_scheme"),
-            "probe": option("hookproof_probe"),
-            "probe_token": option("hookproof_probe_token"),
-            "select": tuple(option("hookproof_select")),
-            "deselect": tuple(option("hookproof_deselect")),
-            "timeout": option("hookproof_timeout"),
-            "show_secrets": option("hookproof_show_secrets"),
-        })
+        settings = (
+            CheckSettings()
+            .merged(file_values)
+            .merged(
+                {
+                    "url": option("hookproof_url"),
+                    "app": option("hookproof_app"),
+                    "path": option("hookproof_path"),
+                    "secrets": tuple(option("hookproof_secret")),
+                    "scheme": option("hookproof_scheme"),
+                    "probe": option("hookproof_probe"),
+                    "probe_token": option("hookproof_probe_token"),
+                    "select": tuple(option("hookproof_select")),
+                    "deselect": tuple(option("hookproof_deselect")),
+                    "timeout": option("hookproof_timeout"),
+                    "show_secrets": option("hookproof_show_secrets"),
+                }
+            )
+        )
         if settings.app and not option("hookproof_url"):
             path = settings.path or "/webhooks"
             probe = settings.probe
@@ -145,7 +173,10 @@ class _Session:
         else:
             client = await self.stack.enter_async_context(url_client(settings))
             await wait_until_answering(
-                client, settings.url, within=settings.wait_for_endpoint, timeout=settings.timeout
+                client,
+                settings.url,
+                within=settings.wait_for_endpoint,
+                answer_within=settings.timeout,
             )
         seed = settings.seed if settings.seed is not None else 0
         return WireHarness(wire_options(settings, seed=seed), client, Harness.C)

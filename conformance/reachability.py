@@ -18,14 +18,14 @@ __all__ = ["wait_until_answering"]
 
 
 async def wait_until_answering(
-    client: httpx.AsyncClient, url: str, *, within: float, timeout: float
+    client: httpx.AsyncClient, url: str, *, within: float, answer_within: float
 ) -> None:
     """Return once ``url`` answers something other than 503; raise if it never does."""
     deadline = time.monotonic() + within
     delay = 0.05
     while True:
         try:
-            response = await client.get(url, timeout=min(timeout, max(within, 0.1) + timeout))
+            response = await client.get(url, timeout=answer_within)
         except (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError) as error:
             why = error.__class__.__name__
         except httpx.HTTPError as error:

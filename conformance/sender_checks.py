@@ -10,13 +10,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from datetime import timedelta
-
-from sender_sim import RedriveIncomplete, RedriveRefused
+from itertools import pairwise
 
 from conformance.model import Expectation
 from conformance.results import Failure
 from conformance.sender_driver import SenderDriver
 from conformance.wire_harness import WireRun
+from sender_sim import RedriveIncomplete, RedriveRefused
 
 __all__ = ["SENDER_CHECKS"]
 
@@ -113,7 +113,9 @@ async def _fresh(run: WireRun, driver: SenderDriver, exp: Expectation) -> Failur
     if len(signatures) < 2:
         return _fail(driver, exp, f"only {len(signatures)} request(s) were sent")
     if len(set(signatures)) != len(signatures):
-        return _fail(driver, exp, "two attempts carried the same signature (replayed, not re-signed)")
+        return _fail(
+            driver, exp, "two attempts carried the same signature (replayed, not re-signed)"
+        )
     return None
 
 
@@ -162,7 +164,9 @@ async def _redrive_refused(run: WireRun, driver: SenderDriver, exp: Expectation)
         return _fail(driver, exp, f"redrive errors: {[type(e).__name__ for e in errors]}")
     code = exp.args.get("code")
     if code and not all(isinstance(e, RedriveRefused) and code in e.codes for e in errors):
-        return _fail(driver, exp, f"problem codes: {[sorted(getattr(e, 'codes', [])) for e in errors]}")
+        return _fail(
+            driver, exp, f"problem codes: {[sorted(getattr(e, 'codes', [])) for e in errors]}"
+        )
     if len(errors) != int(exp.args.get("count", len(errors))):
         return _fail(driver, exp, f"{len(errors)} refusal(s)")
     return None
@@ -211,11 +215,13 @@ async def _jitter_bounds(run: WireRun, driver: SenderDriver, exp: Expectation) -
     cap = timedelta(seconds=float(exp.args["cap_s"]))
     if len(attempts) < 3:
         return _fail(driver, exp, f"only {len(attempts)} attempts: too few to judge")
-    for made, (before, after) in enumerate(zip(attempts, attempts[1:], strict=False), start=1):
+    for made, (before, after) in enumerate(pairwise(attempts), start=1):
         gap = after.started_at - before.ended_at
         ceiling = min(cap, base * (2 ** (made - 1)))
         if not timedelta(0) <= gap <= ceiling:
-            return _fail(driver, exp, f"after attempt {made} the delay was {gap} (ceiling {ceiling})")
+            return _fail(
+                driver, exp, f"after attempt {made} the delay was {gap} (ceiling {ceiling})"
+            )
     return None
 
 
@@ -236,7 +242,8 @@ async def _decision_by(run: WireRun, driver: SenderDriver, exp: Expectation) -> 
     """A queued redrive decision by ``actor`` covers the delivery, and only the ``key`` given."""
     delivery_id = driver.track(exp.args["event"]).delivery_id
     mine = [
-        d for d in driver.simulator.decisions()
+        d
+        for d in driver.simulator.decisions()
         if delivery_id in d.delivery_ids and d.actor == exp.args["actor"] and d.result != "refused"
     ]
     if len(mine) != 1:

@@ -191,6 +191,7 @@ class SenderDriver:
     virtual_wire_clock: bool
     store_dir: Path
     timeout_s: float | None = None
+    concurrency: int = 4
     events: dict[str, TrackedEvent] = field(default_factory=dict)
     redrive_errors: list[RedriveError] = field(default_factory=list)
     start: datetime = DEFAULT_START
@@ -249,24 +250,24 @@ class SenderDriver:
     def _faults_for(
         self, action: str, args: Mapping[str, Any], tracked: TrackedEvent
     ) -> list[Fault]:
-        where = {
-            "delivery_ids": frozenset({tracked.delivery_id}),
-            "attempts": frozenset({tracked.attempts_planned}),
-        }
+        ids = frozenset({tracked.delivery_id})
+        attempts = frozenset({tracked.attempts_planned})
         faults = []
         if action == "attempt" and args.get("fault"):
             try:
                 kind = FaultKind(args["fault"])
             except ValueError:
                 raise HarnessError(f"unknown fault {args['fault']!r}") from None
-            faults.append(Fault(kind, **where))
+            faults.append(Fault(kind, attempts=attempts, delivery_ids=ids))
         if action == "attempt_concurrently":
-            copies = int(args.get("copies") or 0) or 4
-            faults.append(Fault(FaultKind.CONCURRENT_SENDS, copies=copies, **where))
-        if action == "redrive" and int(args.get("operators", 1)) > 1:
+            copies = int(args.get("copies") or 0) or self.concurrency
             faults.append(
-                Fault(FaultKind.DOUBLE_REDRIVE, delivery_ids=frozenset({tracked.delivery_id}))
+                Fault(
+                    FaultKind.CONCURRENT_SENDS, copies=copies, attempts=attempts, delivery_ids=ids
+                )
             )
+        if action == "redrive" and int(args.get("operators", 1)) > 1:
+            faults.append(Fault(FaultKind.DOUBLE_REDRIVE, delivery_ids=ids))
         return faults
 
     @property

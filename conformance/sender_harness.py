@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from receiver.signing import Secret
 
 from conformance.exceptions import HarnessError
 from conformance.model import Harness, Scenario, Side
@@ -26,6 +25,7 @@ from conformance.scripted import ScriptedReceiver
 from conformance.sender_driver import SENDER_ACTIONS, RecordingTransport, SenderDriver
 from conformance.wire import WireScheme
 from conformance.wire_harness import EventOnWire, RateLimiter, WireOptions, WireRun
+from receiver.signing import Secret
 
 __all__ = ["SCRIPTED_URL", "S_ACTIONS", "SenderHarness"]
 
@@ -41,7 +41,9 @@ class SenderHarness:
     def __init__(self, *, seed: int = 0) -> None:
         self.seed = seed
         self.options = WireOptions(
-            url=SCRIPTED_URL, scheme=WireScheme("standard", (Secret(_SECRET),)), seed=seed,
+            url=SCRIPTED_URL,
+            scheme=WireScheme("standard", (Secret(_SECRET),)),
+            seed=seed,
             nonce="s",
         )
 
@@ -50,24 +52,43 @@ class SenderHarness:
 
         started = time.perf_counter()
 
-        def result(outcome: Outcome, failures: Sequence[Failure] = (), message: str = "") -> ScenarioResult:
-            return ScenarioResult(scenario, outcome, None, time.perf_counter() - started,
-                                  tuple(failures), message, Harness.S.value)
+        def result(
+            outcome: Outcome, failures: Sequence[Failure] = (), message: str = ""
+        ) -> ScenarioResult:
+            return ScenarioResult(
+                scenario,
+                outcome,
+                None,
+                time.perf_counter() - started,
+                tuple(failures),
+                message,
+                Harness.S.value,
+            )
 
         receiver = ScriptedReceiver()
         failures: list[Failure] = []
         with tempfile.TemporaryDirectory(prefix="hookproof-s-") as workdir:
             async with httpx.AsyncClient(transport=receiver.transport()) as scripted:
-                run = WireRun(self.options, scripted, RateLimiter(None), _rng(self.seed, scenario),
-                              scenario.id)
+                run = WireRun(
+                    self.options,
+                    scripted,
+                    RateLimiter(None),
+                    _rng(self.seed, scenario),
+                    scenario.id,
+                )
                 transport = RecordingTransport(scripted.send, run.record, 3600.0)
                 payloads = PayloadFactory()
                 driver = SenderDriver(
-                    transport=transport, url=SCRIPTED_URL, scheme="standard", secrets=[_SECRET],
+                    transport=transport,
+                    url=SCRIPTED_URL,
+                    scheme="standard",
+                    secrets=[_SECRET],
                     make_body=lambda eid, ref, variant: payloads.body(
                         eid, variant=variant, reference=ref
                     ),
-                    new_event_id=run.new_event_id, seed=self.seed, virtual_wire_clock=True,
+                    new_event_id=run.new_event_id,
+                    seed=self.seed,
+                    virtual_wire_clock=True,
                     store_dir=Path(workdir),
                 )
                 try:

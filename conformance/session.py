@@ -92,7 +92,7 @@ async def run_check(
     if client is None:
         async with url_client(settings) as own:
             await wait_until_answering(
-                own, options.url, within=settings.wait_for_endpoint, timeout=settings.timeout
+                own, options.url, within=settings.wait_for_endpoint, answer_within=settings.timeout
             )
             return await _drive(options, own, scenarios, reporters, harness, seed)
     return await _drive(options, client, scenarios, reporters, harness, seed)

@@ -51,8 +51,8 @@ class WireRequest:
                 return value
         return None
 
-    def httpx_headers(self) -> list[tuple[str, bytes]]:
-        return list(self.headers)
+    def httpx_headers(self) -> list[tuple[bytes, bytes]]:
+        return [(name.encode("latin-1"), value) for name, value in self.headers]
 
     def curl(self, *, signature_header: str | None, show_secrets: bool = False) -> str:
         """A runnable ``curl`` command; the signature header's values redacted by default."""
@@ -124,7 +124,7 @@ def _utf16(char: str) -> list[int]:
 
 
 def _flip_inside_string(body: bytes) -> bytes:
-    """Change one byte inside the body so that it stays valid JSON but is no longer the signed one."""
+    """Change one byte inside the body: still valid JSON, no longer what was signed."""
     for index in range(len(body) - 1, -1, -1):
         byte = body[index]
         if 0x61 <= byte <= 0x7A or 0x30 <= byte <= 0x39:

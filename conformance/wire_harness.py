@@ -59,7 +59,7 @@ class WireOptions:
 
 
 class RateLimiter:
-    """At most ``rate`` requests per second across the run (a real-time limit the user asked for)."""
+    """At most ``rate`` requests per second across the run (a real-time limit, user-chosen)."""
 
     def __init__(self, rate: float | None) -> None:
         self.interval = 1.0 / rate if rate else 0.0
@@ -418,6 +418,7 @@ class WireHarness:
             virtual_wire_clock=False,
             store_dir=workdir,
             timeout_s=options.timeout,
+            concurrency=options.concurrency,
         )
         driver.prepare(scenario.steps)
         for label, tracked in driver.events.items():

@@ -4,7 +4,7 @@ microsecond precision on the virtual clock."""
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Severity, Side, expect, step
+from conformance.model import Expectation, Harness, Scenario, Severity, Side, Step, expect, step
 
 __all__ = ["SCENARIOS"]
 
@@ -12,28 +12,48 @@ S = frozenset({Harness.S})
 POLICY = step("policy", delays_s=(0, 60), expected_attempt_time_s=30)
 
 
-def _dead(reason: str) -> tuple:  # type: ignore[type-arg]
+def _dead(reason: str) -> tuple[Expectation, ...]:
     return (
-        expect("sender_state", f"the delivery is a dead letter ({reason})", side=Side.SENDER,
-               event="a", state="dead_letter", reason=reason),
+        expect(
+            "sender_state",
+            f"the delivery is a dead letter ({reason})",
+            side=Side.SENDER,
+            event="a",
+            state="dead_letter",
+            reason=reason,
+        ),
     )
 
 
 def _boundary(name: str, title: str, offset_us: int, retried: bool) -> Scenario:
     where = {1: "1 µs before", 0: "exactly at", -1: "1 µs after"}[offset_us]
     if retried:
-        guarantee = (f"A retry whose attempt would end {where} the deadline is scheduled (the rule "
-                     "is strict), and delivered on time.")
-        tail = (step("settle", event="a"),)
-        expectations = (
-            expect("sender_state", "the delivery ends delivered", side=Side.SENDER, event="a",
-                   state="delivered"),
-            expect("attempt_offsets", "attempts at +0 s and +60 s", side=Side.SENDER, event="a",
-                   offsets_s=(0, 60)),
+        guarantee = (
+            f"A retry whose attempt would end {where} the deadline is scheduled (the rule "
+            "is strict), and delivered on time."
+        )
+        tail: tuple[Step, ...] = (step("settle", event="a"),)
+        expectations: tuple[Expectation, ...] = (
+            expect(
+                "sender_state",
+                "the delivery ends delivered",
+                side=Side.SENDER,
+                event="a",
+                state="delivered",
+            ),
+            expect(
+                "attempt_offsets",
+                "attempts at +0 s and +60 s",
+                side=Side.SENDER,
+                event="a",
+                offsets_s=(0, 60),
+            ),
         )
     else:
-        guarantee = (f"A retry whose attempt would end {where} the deadline is not scheduled: the "
-                     "delivery dead-letters with deadline_exhausted at once.")
+        guarantee = (
+            f"A retry whose attempt would end {where} the deadline is not scheduled: the "
+            "delivery dead-letters with deadline_exhausted at once."
+        )
         tail = ()
         expectations = (
             *_dead("deadline_exhausted"),
@@ -70,8 +90,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         steps=(POLICY, step("publish", event="a", deadline_s=20)),
         expectations=(
             *_dead("deadline_exhausted"),
-            expect("wire_count", "nothing reaches the receiver", side=Side.SENDER, event="a",
-                   equals=0),
+            expect(
+                "wire_count", "nothing reaches the receiver", side=Side.SENDER, event="a", equals=0
+            ),
         ),
     ),
     Scenario(
@@ -89,8 +110,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         expectations=(
             *_dead("deadline_exhausted"),
-            expect("wire_count", "nothing reaches the receiver", side=Side.SENDER, event="a",
-                   equals=0),
+            expect(
+                "wire_count", "nothing reaches the receiver", side=Side.SENDER, event="a", equals=0
+            ),
         ),
     ),
 )

@@ -105,8 +105,13 @@ SCENARIOS: tuple[Scenario, ...] = (
             expect("status_some", "at least one copy is 2xx", label="copies", allowed=("2xx",)),
             ONCE,
             SAME_BYTES,
-            expect("sender_state", "the sender ends delivered", side=Side.SENDER, event="a",
-                   state="delivered"),
+            expect(
+                "sender_state",
+                "the sender ends delivered",
+                side=Side.SENDER,
+                event="a",
+                state="delivered",
+            ),
         ),
     ),
     Scenario(

@@ -8,8 +8,9 @@ from conformance.model import Harness, Scenario, Severity, Side, expect, step
 __all__ = ["SCENARIOS"]
 
 S = frozenset({Harness.S})
-DELIVERED = expect("sender_state", "the delivery ends delivered", side=Side.SENDER, event="a",
-                   state="delivered")
+DELIVERED = expect(
+    "sender_state", "the delivery ends delivered", side=Side.SENDER, event="a", state="delivered"
+)
 
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
@@ -25,10 +26,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         expectations=(
             DELIVERED,
-            expect("ledger_has", "the refused stale ack is in the ledger", side=Side.SENDER,
-                   event="a", cause="stale_ack_refused"),
-            expect("wire_count", "the receiver saw both copies", side=Side.SENDER, event="a",
-                   equals=2),
+            expect(
+                "ledger_has",
+                "the refused stale ack is in the ledger",
+                side=Side.SENDER,
+                event="a",
+                cause="stale_ack_refused",
+            ),
+            expect(
+                "wire_count", "the receiver saw both copies", side=Side.SENDER, event="a", equals=2
+            ),
         ),
     ),
     Scenario(
@@ -44,10 +51,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         expectations=(
             DELIVERED,
-            expect("ledger_has", "the lost claim race is in the ledger", side=Side.SENDER,
-                   event="a", cause="claim_race_lost"),
-            expect("wire_count", "exactly one request went out", side=Side.SENDER, event="a",
-                   equals=1),
+            expect(
+                "ledger_has",
+                "the lost claim race is in the ledger",
+                side=Side.SENDER,
+                event="a",
+                cause="claim_race_lost",
+            ),
+            expect(
+                "wire_count", "exactly one request went out", side=Side.SENDER, event="a", equals=1
+            ),
         ),
     ),
 )

@@ -4,7 +4,7 @@ and only for a payload whose digest still matches."""
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Severity, Side, expect, step
+from conformance.model import Expectation, Harness, Scenario, Severity, Side, Step, expect, step
 
 __all__ = ["SCENARIOS"]
 
@@ -12,7 +12,7 @@ S = frozenset({Harness.S})
 GONE = {"status": 410}
 
 
-def _dead(event: str) -> tuple:  # type: ignore[type-arg]
+def _dead(event: str) -> tuple[Step, ...]:
     return (
         step("publish", event=event),
         step("script", event=event, answers=(GONE,)),
@@ -20,9 +20,14 @@ def _dead(event: str) -> tuple:  # type: ignore[type-arg]
     )
 
 
-def _still_dead(event: str) -> object:
-    return expect("sender_state", f"'{event}' stays a dead letter", side=Side.SENDER, event=event,
-                  state="dead_letter")
+def _still_dead(event: str) -> Expectation:
+    return expect(
+        "sender_state",
+        f"'{event}' stays a dead letter",
+        side=Side.SENDER,
+        event=event,
+        state="dead_letter",
+    )
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -40,9 +45,15 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("redrive", event="a", label="no-deadline", omit=("deadline",)),
         ),
         expectations=(
-            expect("redrive_refused", "all three are refused as incomplete", side=Side.SENDER,
-                   event="a", kind="incomplete", count=3),
-            _still_dead("a"),  # type: ignore[arg-type]
+            expect(
+                "redrive_refused",
+                "all three are refused as incomplete",
+                side=Side.SENDER,
+                event="a",
+                kind="incomplete",
+                count=3,
+            ),
+            _still_dead("a"),
             expect("wire_count", "no further request", side=Side.SENDER, event="a", equals=1),
         ),
     ),
@@ -60,10 +71,21 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("settle", event="a"),
         ),
         expectations=(
-            expect("redrive_refused", "the second is refused (not_dead_letter)", side=Side.SENDER,
-                   event="a", code="not_dead_letter", count=1),
-            expect("sender_state", "the delivery ends delivered", side=Side.SENDER, event="a",
-                   state="delivered"),
+            expect(
+                "redrive_refused",
+                "the second is refused (not_dead_letter)",
+                side=Side.SENDER,
+                event="a",
+                code="not_dead_letter",
+                count=1,
+            ),
+            expect(
+                "sender_state",
+                "the delivery ends delivered",
+                side=Side.SENDER,
+                event="a",
+                state="delivered",
+            ),
             expect("wire_count", "one redriven request", side=Side.SENDER, event="a", equals=2),
         ),
     ),
@@ -81,12 +103,19 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("redrive", event="a", label="bulk", scope="events", events=("a", "b", "c")),
         ),
         expectations=(
-            expect("redrive_refused", "the bulk redrive is refused (c is not a dead letter)",
-                   side=Side.SENDER, event="a", code="not_dead_letter", count=1),
-            _still_dead("a"),  # type: ignore[arg-type]
-            _still_dead("b"),  # type: ignore[arg-type]
-            expect("wire_count", "no further request for 'a'", side=Side.SENDER, event="a",
-                   equals=1),
+            expect(
+                "redrive_refused",
+                "the bulk redrive is refused (c is not a dead letter)",
+                side=Side.SENDER,
+                event="a",
+                code="not_dead_letter",
+                count=1,
+            ),
+            _still_dead("a"),
+            _still_dead("b"),
+            expect(
+                "wire_count", "no further request for 'a'", side=Side.SENDER, event="a", equals=1
+            ),
         ),
     ),
     Scenario(
@@ -105,11 +134,21 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("settle", event="a"),
         ),
         expectations=(
-            expect("attempt_count", "three attempts: two automatic, one explicit",
-                   side=Side.SENDER, event="a", equals=3),
-            _still_dead("a"),  # type: ignore[arg-type]
-            expect("dlq_reason_seen", "it first dead-lettered as attempts_exhausted",
-                   side=Side.SENDER, event="a", reason="attempts_exhausted"),
+            expect(
+                "attempt_count",
+                "three attempts: two automatic, one explicit",
+                side=Side.SENDER,
+                event="a",
+                equals=3,
+            ),
+            _still_dead("a"),
+            expect(
+                "dlq_reason_seen",
+                "it first dead-lettered as attempts_exhausted",
+                side=Side.SENDER,
+                event="a",
+                reason="attempts_exhausted",
+            ),
         ),
     ),
     Scenario(
@@ -125,9 +164,15 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("redrive", event="a", label="redrive"),
         ),
         expectations=(
-            expect("redrive_refused", "refused as digest_changed", side=Side.SENDER, event="a",
-                   code="digest_changed", count=1),
-            _still_dead("a"),  # type: ignore[arg-type]
+            expect(
+                "redrive_refused",
+                "refused as digest_changed",
+                side=Side.SENDER,
+                event="a",
+                code="digest_changed",
+                count=1,
+            ),
+            _still_dead("a"),
             expect("wire_count", "no further request", side=Side.SENDER, event="a", equals=1),
         ),
     ),

@@ -43,7 +43,7 @@ BROKEN: Mapping[str, str] = {
     "no-dedupe": "applies every valid delivery",
     "dedupe-on-body-hash": "deduplicates by the body's hash instead of the event id",
     "conflict-on-duplicate": "answers 409 to a duplicate of a committed event",
-    "check-then-insert-race": "checks for the id, yields, then inserts: concurrent copies all apply",
+    "check-then-insert-race": "checks, yields, then inserts: concurrent copies all apply",
     "in-flight-409": "answers 409 to a copy that arrives while the first is in flight",
     "in-flight-no-retry-after": "answers 503 without Retry-After while the first copy is in flight",
     "ack-before-commit": "answers 2xx and commits later (on the next delivery)",
@@ -65,21 +65,34 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "reserialized-json": frozenset({"signature.raw-bytes"}),
     "tight-tolerance": frozenset({"clock.past-inside", "clock.future-inside"}),
     "no-timestamp-check": frozenset(
-        {"clock.past-outside", "clock.future-outside", "clock.far-future",
-         "clock.replay-after-window"}
+        {
+            "clock.past-outside",
+            "clock.future-outside",
+            "clock.far-future",
+            "clock.replay-after-window",
+        }
     ),
     "accepts-far-future": frozenset({"clock.future-outside", "clock.far-future"}),
     "dedupe-before-verify": frozenset({"clock.replay-after-window"}),
     "no-dedupe": frozenset(
-        {"idempotency.sequential-duplicate", "idempotency.crash-after-send",
-         "idempotency.concurrent-duplicates", "idempotency.redrive-duplicate",
-         "idempotency.double-redrive", "idempotency.in-flight-duplicate",
-         "story.renewal-reminder"}
+        {
+            "idempotency.sequential-duplicate",
+            "idempotency.crash-after-send",
+            "idempotency.concurrent-duplicates",
+            "idempotency.redrive-duplicate",
+            "idempotency.double-redrive",
+            "idempotency.in-flight-duplicate",
+            "story.renewal-reminder",
+        }
     ),
     "dedupe-on-body-hash": frozenset({"idempotency.distinct-same-body"}),
     "conflict-on-duplicate": frozenset(
-        {"idempotency.sequential-duplicate", "idempotency.crash-after-send",
-         "idempotency.redrive-duplicate", "story.renewal-reminder"}
+        {
+            "idempotency.sequential-duplicate",
+            "idempotency.crash-after-send",
+            "idempotency.redrive-duplicate",
+            "story.renewal-reminder",
+        }
     ),
     "check-then-insert-race": frozenset({"idempotency.concurrent-duplicates"}),
     "in-flight-409": frozenset({"idempotency.in-flight-duplicate"}),
@@ -186,7 +199,10 @@ def _verify(state: _State, headers: Mapping[str, str], body: bytes) -> Response 
 
 
 def plain_receiver(
-    secret: str, *, bugs: frozenset[str] = frozenset(), db_path: str = ":memory:",
+    secret: str,
+    *,
+    bugs: frozenset[str] = frozenset(),
+    db_path: str = ":memory:",
     tolerance: int = 300,
 ) -> Starlette:
     """A Standard Webhooks receiver on ``POST /webhooks`` with the probe on
@@ -235,8 +251,10 @@ def plain_receiver(
             row = db.execute("SELECT state FROM inbox WHERE key=?", (key,)).fetchone()
             await asyncio.sleep(0)  # yield between check and insert: the race window
             if row is None:
-                db.execute("INSERT OR REPLACE INTO inbox VALUES (?, ?, 'in_flight', NULL, 1)",
-                           (key, event_id))
+                db.execute(
+                    "INSERT OR REPLACE INTO inbox VALUES (?, ?, 'in_flight', NULL, 1)",
+                    (key, event_id),
+                )
                 await asyncio.sleep(0)
                 apply(key, event_id)
             return JSONResponse({"status": "ok"})

@@ -18,7 +18,10 @@ def validate_report(doc: Any) -> list[str]:
         if not cond:
             problems.append(what)
 
-    need(isinstance(doc, dict) and set(doc) == TOP, f"top-level keys {sorted(doc) if isinstance(doc, dict) else doc!r}")
+    need(
+        isinstance(doc, dict) and set(doc) == TOP,
+        f"top-level keys {sorted(doc) if isinstance(doc, dict) else doc!r}",
+    )
     if problems:
         return problems
     need(isinstance(doc["hookproof"], str) and bool(doc["hookproof"]), "hookproof version")
@@ -26,7 +29,9 @@ def validate_report(doc: Any) -> list[str]:
     need(doc["scheme"] in ("standard", "stripe", "github"), "scheme")
     summary = doc["summary"]
     need(isinstance(summary, dict) and set(summary) == SUMMARY, "summary keys")
-    need(all(isinstance(summary.get(k), int) and summary[k] >= 0 for k in SUMMARY), "summary counts")
+    need(
+        all(isinstance(summary.get(k), int) and summary[k] >= 0 for k in SUMMARY), "summary counts"
+    )
     scenarios = doc["scenarios"]
     need(isinstance(scenarios, list), "scenarios list")
     counts = dict.fromkeys(("passed", "failed", "skipped", "error"), 0)
@@ -46,7 +51,10 @@ def validate_report(doc: Any) -> list[str]:
         for failure in item["failures"]:
             need(isinstance(failure, dict) and set(failure) == FAILURE, f"failure keys {failure!r}")
             need(all(isinstance(failure.get(k), str) for k in FAILURE), "failure values")
-        need((item["outcome"] == "failed") == bool(item["failures"]), f"failures vs outcome of {item['id']}")
+        need(
+            (item["outcome"] == "failed") == bool(item["failures"]),
+            f"failures vs outcome of {item['id']}",
+        )
     need(
         (summary["passed"], summary["failed"], summary["skipped"], summary["errors"])
         == (counts["passed"], counts["failed"], counts["skipped"], counts["error"]),

@@ -32,7 +32,9 @@ class Collector:
 
 
 def app_settings(probe_token: str | None, **overrides: Any) -> CheckSettings:
-    probe = {"probe": f"{BASE}/_hookproof/events", "probe_token": probe_token} if probe_token else {}
+    probe = (
+        {"probe": f"{BASE}/_hookproof/events", "probe_token": probe_token} if probe_token else {}
+    )
     base = CheckSettings(
         url=f"{BASE}/webhooks", secrets=(SECRET,), samples=3, seed=7, concurrency=4, **probe
     )

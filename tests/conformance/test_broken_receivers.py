@@ -35,7 +35,8 @@ def test_a_broken_receiver_fails_the_scenarios_that_target_its_bug(
     assert must_fail <= failed, f"{bug}: {BROKEN[bug]}"
     for scenario_id in must_fail:
         failure = results[scenario_id].failures[0]
-        assert failure.expected and failure.observed
+        assert failure.expected
+        assert failure.observed
         assert SECRET not in failure.reproduce + failure.observed
 
 
@@ -60,7 +61,9 @@ def test_without_a_probe_duplicates_are_judged_by_status_and_say_so() -> None:
 
 def test_with_a_probe_the_same_duplicate_is_judged_by_effects() -> None:
     app = plain_receiver(SECRET, bugs=frozenset({"no-dedupe"}))
-    results = run_in_process(app, app_settings(PROBE_TOKEN, select=("idempotency.sequential-duplicate",)))
+    results = run_in_process(
+        app, app_settings(PROBE_TOKEN, select=("idempotency.sequential-duplicate",))
+    )
     result = results["idempotency.sequential-duplicate"]
     assert result.observed_by == "probe"
     assert result.outcome is Outcome.FAILED

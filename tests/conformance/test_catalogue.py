@@ -25,29 +25,71 @@ from conformance.wire_harness import ACTIONS
 ROOT = Path(__file__).resolve().parents[2]
 
 MINIMUM = {
-    "signature": {"valid", "tampered-body", "wrong-secret", "missing-id", "missing-timestamp",
-                  "missing-signature", "malformed-headers", "rotation", "unknown-version",
-                  "raw-bytes"},
-    "clock": {"past-inside", "past-outside", "future-inside", "future-outside",
-              "replay-after-window"},
-    "idempotency": {"sequential-duplicate", "crash-after-send", "concurrent-duplicates",
-                    "redrive-duplicate", "double-redrive", "distinct-same-body"},
+    "signature": {
+        "valid",
+        "tampered-body",
+        "wrong-secret",
+        "missing-id",
+        "missing-timestamp",
+        "missing-signature",
+        "malformed-headers",
+        "rotation",
+        "unknown-version",
+        "raw-bytes",
+    },
+    "clock": {
+        "past-inside",
+        "past-outside",
+        "future-inside",
+        "future-outside",
+        "replay-after-window",
+    },
+    "idempotency": {
+        "sequential-duplicate",
+        "crash-after-send",
+        "concurrent-duplicates",
+        "redrive-duplicate",
+        "double-redrive",
+        "distinct-same-body",
+    },
     "response": {"within-timeout", "ack-after-commit"},
-    "deadline": {"retry-before", "retry-at", "retry-after", "first-too-late",
-                 "worker-clock-skew"},
-    "classification": {"gone", "unauthorized", "forbidden", "client-error-strict",
-                       "client-error-schedule", "conflict-strict", "conflict-schedule",
-                       "retry-after-inside", "retry-after-beyond", "ambiguous-transport",
-                       "invalid-envelope"},
+    "deadline": {"retry-before", "retry-at", "retry-after", "first-too-late", "worker-clock-skew"},
+    "classification": {
+        "gone",
+        "unauthorized",
+        "forbidden",
+        "client-error-strict",
+        "client-error-schedule",
+        "conflict-strict",
+        "conflict-schedule",
+        "retry-after-inside",
+        "retry-after-beyond",
+        "ambiguous-transport",
+        "invalid-envelope",
+    },
     "leases": {"expired-reclaimed", "two-workers-race"},
-    "redrive": {"missing-fields", "compare-and-set", "atomic-bulk", "explicit-attempt",
-                "digest-changed"},
+    "redrive": {
+        "missing-fields",
+        "compare-and-set",
+        "atomic-bulk",
+        "explicit-attempt",
+        "digest-changed",
+    },
     "schedules": {"fixed-from-scheduled", "full-jitter-bounds"},
     "story": {"renewal-reminder"},
 }
-TAGS = {"signature": "RC", "clock": "RC", "idempotency": "SRC", "response": "RC",
-        "deadline": "S", "classification": "S", "leases": "S", "redrive": "S", "schedules": "S",
-        "story": "SR"}
+TAGS = {
+    "signature": "RC",
+    "clock": "RC",
+    "idempotency": "SRC",
+    "response": "RC",
+    "deadline": "S",
+    "classification": "S",
+    "leases": "S",
+    "redrive": "S",
+    "schedules": "S",
+    "story": "SR",
+}
 
 
 def test_the_minimum_catalogue_is_present_with_its_tags() -> None:
@@ -62,7 +104,8 @@ def test_the_minimum_catalogue_is_present_with_its_tags() -> None:
 
 @pytest.mark.parametrize("scenario", list(CATALOGUE), ids=CATALOGUE.ids())
 def test_every_step_and_check_is_interpretable_by_its_harnesses(scenario: Scenario) -> None:
-    assert scenario.title and scenario.guarantee.endswith(".")
+    assert scenario.title
+    assert scenario.guarantee.endswith(".")
     if scenario.tags & {Harness.R, Harness.C}:
         assert all(s.action in ACTIONS or s.action in SENDER_ACTIONS for s in scenario.steps)
         receiver = scenario.expectations_of(Side.RECEIVER)
@@ -77,9 +120,15 @@ def test_every_step_and_check_is_interpretable_by_its_harnesses(scenario: Scenar
 
 
 def test_the_registry_refuses_duplicates_and_bad_ids() -> None:
-    one = Scenario("x.one", "t", "g.", Severity.MUST, frozenset({Harness.R}),
-                   (step("deliver", event="a", label="d"),),
-                   (expect("status", "2xx", label="d", allowed=("2xx",)),))
+    one = Scenario(
+        "x.one",
+        "t",
+        "g.",
+        Severity.MUST,
+        frozenset({Harness.R}),
+        (step("deliver", event="a", label="d"),),
+        (expect("status", "2xx", label="d", allowed=("2xx",)),),
+    )
     with pytest.raises(CatalogueError):
         Registry([one, one])
     with pytest.raises(CatalogueError):
@@ -91,10 +140,16 @@ def test_the_registry_refuses_duplicates_and_bad_ids() -> None:
     [
         (("clock",), (), {s.id for s in CATALOGUE if s.family == "clock"}),
         (("should",), (), {s.id for s in CATALOGUE if s.severity is Severity.SHOULD}),
-        (("S",), ("redrive",), {s.id for s in CATALOGUE if Harness.S in s.tags
-                                and s.family != "redrive"}),
-        (("signature.missing-*",), (), {"signature.missing-id", "signature.missing-timestamp",
-                                        "signature.missing-signature"}),
+        (
+            ("S",),
+            ("redrive",),
+            {s.id for s in CATALOGUE if Harness.S in s.tags and s.family != "redrive"},
+        ),
+        (
+            ("signature.missing-*",),
+            (),
+            {"signature.missing-id", "signature.missing-timestamp", "signature.missing-signature"},
+        ),
         (("signature.valid", "clock.far-future"), (), {"signature.valid", "clock.far-future"}),
     ],
 )

@@ -12,12 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from receiver.app import ReceiverSettings, create_app
-from receiver.server import running_server
-
 from conformance.catalogue import CATALOGUE
 from conformance.cli import main
 from conformance.model import Harness
+from receiver.app import ReceiverSettings, create_app
+from receiver.server import running_server
 from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
 from tests.conformance.report_schema import validate_report
 from tests.conformance.support import SECRET
@@ -48,8 +47,22 @@ def test_the_reference_receiver_passes_every_c_scenario_over_http(
     reference: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
-    code = main(["check", f"{reference}/webhooks", "--secret", SECRET, *_probe(reference), *FAST,
-                 "--json", str(report), "--junit", str(junit), "--seed", "5"])
+    code = main(
+        [
+            "check",
+            f"{reference}/webhooks",
+            "--secret",
+            SECRET,
+            *_probe(reference),
+            *FAST,
+            "--json",
+            str(report),
+            "--junit",
+            str(junit),
+            "--seed",
+            "5",
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     document = json.loads(report.read_text())
@@ -63,8 +76,10 @@ def test_the_reference_receiver_passes_every_c_scenario_over_http(
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite is not None
     assert [case.get("name") for case in suite.iter("testcase")] == C_IDS
-    assert suite.get("failures") == "0" and suite.get("errors") == "0"
-    assert "family" in out and f"{len(C_IDS)} passed" in out
+    assert suite.get("failures") == "0"
+    assert suite.get("errors") == "0"
+    assert "family" in out
+    assert f"{len(C_IDS)} passed" in out
     assert SECRET not in out
 
 
@@ -72,9 +87,24 @@ def test_a_broken_receiver_exits_1_with_a_redacted_reproduction(
     no_dedupe: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
-    code = main(["check", f"{no_dedupe}/webhooks", "--secret", SECRET, *_probe(no_dedupe), *FAST,
-                 "--select", "idempotency", "--select", "signature.valid",
-                 "--json", str(report), "--junit", str(junit)])
+    code = main(
+        [
+            "check",
+            f"{no_dedupe}/webhooks",
+            "--secret",
+            SECRET,
+            *_probe(no_dedupe),
+            *FAST,
+            "--select",
+            "idempotency",
+            "--select",
+            "signature.valid",
+            "--json",
+            str(report),
+            "--junit",
+            str(junit),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 1
     document = json.loads(report.read_text())
@@ -87,7 +117,9 @@ def test_a_broken_receiver_exits_1_with_a_redacted_reproduction(
     assert failure["reproduce"].startswith("curl ")
     assert "webhook-signature: v1,<redacted>" in failure["reproduce"]
     assert "Bearer <redacted>" in failure["reproduce"]
-    assert "guarantee:" in out and "reproduce:" in out and "expected:" in out
+    assert "guarantee:" in out
+    assert "reproduce:" in out
+    assert "expected:" in out
     assert SECRET not in out + report.read_text()
     cases = ET.parse(junit).getroot().iter("testcase")
     assert any(case.find("failure") is not None for case in cases)
@@ -97,11 +129,25 @@ def test_show_secrets_reveals_signatures_in_reproductions(
     no_dedupe: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     report = tmp_path / "report.json"
-    main(["check", f"{no_dedupe}/webhooks", "--secret", SECRET, *_probe(no_dedupe), *FAST,
-          "--select", "idempotency.sequential-duplicate", "--show-secrets", "--json", str(report)])
+    main(
+        [
+            "check",
+            f"{no_dedupe}/webhooks",
+            "--secret",
+            SECRET,
+            *_probe(no_dedupe),
+            *FAST,
+            "--select",
+            "idempotency.sequential-duplicate",
+            "--show-secrets",
+            "--json",
+            str(report),
+        ]
+    )
     capsys.readouterr()
     reproduce = json.loads(report.read_text())["scenarios"][0]["failures"][0]["reproduce"]
-    assert "<redacted>" not in reproduce and f"Bearer {PROBE_TOKEN}" in reproduce
+    assert "<redacted>" not in reproduce
+    assert f"Bearer {PROBE_TOKEN}" in reproduce
 
 
 def _free_port() -> int:
@@ -114,20 +160,44 @@ def _free_port() -> int:
     ("argv", "message"),
     [
         (["check", "http://127.0.0.1:{port}/webhooks", "--secret", SECRET], "never answered"),
-        (["check", "http://127.0.0.1:{port}/webhooks", "--secret", SECRET,
-          "--wait-for-endpoint", "0.2"], "never answered within 0.2 s"),
+        (
+            [
+                "check",
+                "http://127.0.0.1:{port}/webhooks",
+                "--secret",
+                SECRET,
+                "--wait-for-endpoint",
+                "0.2",
+            ],
+            "never answered within 0.2 s",
+        ),
         (["check", "ftp://example/x", "--secret", SECRET], "http:// or https://"),
         (["check", "http://127.0.0.1:{port}/webhooks"], "no secret"),
         (["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--timeout", "-1"], "timeout"),
-        (["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--select", "nope"],
-         "matches no scenario"),
+        (
+            ["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--select", "nope"],
+            "matches no scenario",
+        ),
         (["check", "http://127.0.0.1:{port}/", "--secret", "whsec_%%%"], "secret"),
-        (["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--probe", "http://x/p"],
-         "go together"),
-        (["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--config", "missing.toml"],
-         "does not exist"),
-        (["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--event-template",
-          "missing.json"], "event template"),
+        (
+            ["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--probe", "http://x/p"],
+            "go together",
+        ),
+        (
+            ["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--config", "missing.toml"],
+            "does not exist",
+        ),
+        (
+            [
+                "check",
+                "http://127.0.0.1:{port}/",
+                "--secret",
+                SECRET,
+                "--event-template",
+                "missing.json",
+            ],
+            "event template",
+        ),
     ],
 )
 def test_usage_errors_and_an_unreachable_endpoint_exit_2_in_one_line(
@@ -138,11 +208,14 @@ def test_usage_errors_and_an_unreachable_endpoint_exit_2_in_one_line(
     captured = capsys.readouterr()
     assert code == 2
     lines = captured.err.strip().splitlines()
-    assert len(lines) == 1 and message in lines[0]
+    assert len(lines) == 1
+    assert message in lines[0]
     assert "Traceback" not in captured.err + captured.out
 
 
-def test_a_malformed_config_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_malformed_config_file_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = tmp_path / "hookproof.toml"
     config.write_text("url = 'http://127.0.0.1:1/x'\nsecret = [1, 2\n")
     assert main(["check", "--config", str(config)]) == 2
@@ -150,13 +223,17 @@ def test_a_malformed_config_file_exits_2(tmp_path: Path, capsys: pytest.CaptureF
 
 
 def test_the_config_file_with_env_substitution_and_flags_overriding(
-    reference: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    reference: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("PARTNER_SECRET", SECRET)
     monkeypatch.setenv("PARTNER_PROBE_TOKEN", PROBE_TOKEN)
     template = tmp_path / "event.json"
-    template.write_text('{"type": "invoice.paid", "id_ref": "{{event_id}}", "data": {"amount": 42}}')
+    template.write_text(
+        '{"type": "invoice.paid", "id_ref": "{{event_id}}", "data": {"amount": 42}}'
+    )
     (tmp_path / "pyproject.toml").write_text(
         "[tool.hookproof]\n"
         f"url = '{reference}/nowhere'\n"
@@ -173,7 +250,9 @@ def test_the_config_file_with_env_substitution_and_flags_overriding(
     document = json.loads(report.read_text())
     assert document["target"] == f"{reference}/webhooks"
     assert [s["id"] for s in document["scenarios"]] == [
-        "signature.valid", "idempotency.sequential-duplicate"]
+        "signature.valid",
+        "idempotency.sequential-duplicate",
+    ]
     monkeypatch.delenv("PARTNER_SECRET")
     assert main(["check"]) == 2
     assert "PARTNER_SECRET" in capsys.readouterr().err

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from receiver.app import ReceiverSettings, create_app
-
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness
 from conformance.results import Outcome
 from conformance.sender_harness import SenderHarness
+from receiver.app import ReceiverSettings, create_app
 from tests.conformance.support import SECRET, app_settings, run_in_process
 
 STRIPE_SECRET = "sk_test_hookproof_conformance"
@@ -27,7 +26,9 @@ def test_every_s_scenario_passes_under_the_sender_simulator() -> None:
         outcomes = {}
         for scenario in CATALOGUE.tagged(Harness.S):
             result = await harness.run(scenario)
-            outcomes[scenario.id] = result.outcome.value + (f": {result.message}" if result.message else "")
+            outcomes[scenario.id] = result.outcome.value + (
+                f": {result.message}" if result.message else ""
+            )
         return outcomes
 
     outcomes = asyncio.run(go())
@@ -35,15 +36,26 @@ def test_every_s_scenario_passes_under_the_sender_simulator() -> None:
 
 
 @pytest.mark.parametrize("scheme", ["standard", "stripe", "github"])
-def test_every_r_scenario_passes_against_the_reference_receiver(tmp_path: Path, scheme: str) -> None:
+def test_every_r_scenario_passes_against_the_reference_receiver(
+    tmp_path: Path, scheme: str
+) -> None:
     secret = SECRET if scheme == "standard" else STRIPE_SECRET
-    app = create_app(ReceiverSettings(secrets=[secret], db=str(tmp_path / "inbox.sqlite"),
-                                      probe_token="probe-token", scheme=scheme))
+    app = create_app(
+        ReceiverSettings(
+            secrets=[secret],
+            db=str(tmp_path / "inbox.sqlite"),
+            probe_token="probe-token",
+            scheme=scheme,
+        )
+    )
     settings = app_settings("probe-token", scheme=scheme, secrets=(secret,))
     results = run_in_process(app, settings)
     assert set(results) == {s.id for s in CATALOGUE.tagged(Harness.R)}
-    bad = {sid: (r.outcome.value, r.message, [f.observed for f in r.failures])
-           for sid, r in results.items() if r.outcome not in (Outcome.PASSED, Outcome.SKIPPED)}
+    bad = {
+        sid: (r.outcome.value, r.message, [f.observed for f in r.failures])
+        for sid, r in results.items()
+        if r.outcome not in (Outcome.PASSED, Outcome.SKIPPED)
+    }
     assert bad == {}
     skipped = {sid for sid, r in results.items() if r.outcome is Outcome.SKIPPED}
     for sid in skipped:  # only scenarios that do not apply to the scheme are skipped

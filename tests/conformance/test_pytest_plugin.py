@@ -7,10 +7,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from receiver.server import running_server
-
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness
+from receiver.server import running_server
 from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
 from tests.conformance.support import SECRET
 
@@ -18,7 +17,7 @@ pytest_plugins = ["pytester"]
 
 C_COUNT = len(CATALOGUE.tagged(Harness.C))
 
-APPS = f'''
+APPS = f"""
 import base64
 from receiver.app import ReceiverSettings, create_app
 from starlette.applications import Starlette
@@ -40,7 +39,7 @@ async def _accept_everything(request):
 
 
 accepts_everything = Starlette(routes=[Route("/webhooks", _accept_everything, methods=["POST"])])
-'''
+"""
 
 
 @pytest.fixture
@@ -61,8 +60,17 @@ def test_the_plugin_is_inert_without_its_options(pytester: pytest.Pytester) -> N
 def test_one_item_per_scenario_against_an_app_in_process(apps: pytest.Pytester) -> None:
     apps.makepyfile(conftest="import partner_apps\napp = partner_apps.reference()\n")
     result = apps.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--hookproof-app", "conftest:app", "--hookproof-secret", SECRET,
-        "--hookproof-probe", "/_hookproof/events", "--hookproof-probe-token", "tok", "-v",
+        "-p",
+        "no:cacheprovider",
+        "--hookproof-app",
+        "conftest:app",
+        "--hookproof-secret",
+        SECRET,
+        "--hookproof-probe",
+        "/_hookproof/events",
+        "--hookproof-probe-token",
+        "tok",
+        "-v",
     )
     result.assert_outcomes(passed=C_COUNT)
     result.stdout.fnmatch_lines(["*hookproof::signature.valid PASSED*"])
@@ -70,16 +78,24 @@ def test_one_item_per_scenario_against_an_app_in_process(apps: pytest.Pytester) 
 
 def test_failures_carry_the_guarantee_and_the_curl_reproduction(apps: pytest.Pytester) -> None:
     result = apps.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--hookproof-app", "partner_apps:accepts_everything",
-        "--hookproof-secret", SECRET, "--hookproof-select", "signature",
+        "-p",
+        "no:cacheprovider",
+        "--hookproof-app",
+        "partner_apps:accepts_everything",
+        "--hookproof-secret",
+        SECRET,
+        "--hookproof-select",
+        "signature",
     )
     outcomes = result.parseoutcomes()
     assert outcomes.get("failed", 0) >= 5
     text = result.stdout.str()
     assert "signature.tampered-body [must]" in text
     assert "guarantee: A body changed after signing is refused with 401" in text
-    assert "reproduce:" in text and "curl -sS -i -X POST http://hookproof.test/webhooks" in text
-    assert "v1,<redacted>" in text and SECRET not in text
+    assert "reproduce:" in text
+    assert "curl -sS -i -X POST http://hookproof.test/webhooks" in text
+    assert "v1,<redacted>" in text
+    assert SECRET not in text
 
 
 @pytest.fixture(scope="module")
@@ -107,8 +123,14 @@ def test_a_url_with_settings_from_the_config_file(
 
 def test_an_unreachable_url_fails_every_item_in_one_line(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_inprocess(
-        "-p", "no:cacheprovider", "--hookproof-url", "http://127.0.0.1:9/webhooks",
-        "--hookproof-secret", SECRET, "--hookproof-select", "signature.valid",
+        "-p",
+        "no:cacheprovider",
+        "--hookproof-url",
+        "http://127.0.0.1:9/webhooks",
+        "--hookproof-secret",
+        SECRET,
+        "--hookproof-select",
+        "signature.valid",
     )
     result.assert_outcomes(failed=1)
     assert "never answered" in result.stdout.str()

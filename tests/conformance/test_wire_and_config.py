@@ -12,12 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from receiver.signing import Secret
-
 from conformance.config import CheckSettings, load_config, substitute_env
 from conformance.exceptions import ConfigError, UsageError
 from conformance.payloads import PayloadFactory
 from conformance.wire import WireRequest, WireScheme, redact_signature, tamper, unusual_json
+from receiver.signing import Secret
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(),
@@ -37,7 +36,8 @@ def test_unusual_json_is_valid_json_of_the_same_document(document: Any) -> None:
 def test_tampering_keeps_json_but_changes_the_bytes() -> None:
     body = PayloadFactory().body("evt_1")
     changed = tamper(body)
-    assert changed != body and json.loads(changed)
+    assert changed != body
+    assert json.loads(changed)
 
 
 @pytest.mark.parametrize(
@@ -62,7 +62,8 @@ def test_the_curl_reproduction_sends_exactly_the_recorded_bytes() -> None:
     )
     parts = shlex.split(request.curl(signature_header="webhook-signature"))
     assert parts[parts.index("--data-binary") + 1].encode() == body
-    assert "webhook-signature: v1,<redacted>" in parts and "webhook-id: evt_1" in parts
+    assert "webhook-signature: v1,<redacted>" in parts
+    assert "webhook-id: evt_1" in parts
     shown = shlex.split(request.curl(signature_header="webhook-signature", show_secrets=True))
     assert "webhook-signature: v1,c2VjcmV0" in shown
 
@@ -100,7 +101,8 @@ def test_config_discovery_strict_keys_and_types(tmp_path: Path) -> None:
     values = load_config(cwd=tmp_path, environ={"S1": "s3cr3t-value"})
     assert values == {"timeout": 2, "concurrency": 3, "secrets": ("s3cr3t-value", "b")}
     settings = CheckSettings().merged(values).merged({"timeout": 4.0, "seed": None})
-    assert settings.timeout == 4.0 and settings.concurrency == 3
+    assert settings.timeout == 4.0
+    assert settings.concurrency == 3
     assert "s3cr3t-value" not in repr(settings)
     (tmp_path / "hookproof.toml").write_text("timeuot = 2\n")
     with pytest.raises(ConfigError, match="unknown key 'timeuot'"):
