@@ -10,9 +10,11 @@ other replica once their lease expires.
 from __future__ import annotations
 
 import asyncio
+import json
 import signal
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import httpx
 import psycopg
@@ -20,6 +22,8 @@ import pytest
 from psycopg import sql
 
 from tests.receiver.postgres_replicas import (
+    PROBE_TOKEN,
+    SECRET,
     Answer,
     Cluster,
     application_name,
@@ -206,3 +210,46 @@ async def _until(condition: Callable[[], bool], limit_s: float = 30.0) -> None:
 
 def _until_sync(condition: Callable[[], bool], limit_s: float = 30.0) -> None:
     asyncio.run(_until(condition, limit_s))
+
+
+def test_hookproof_check_passes_the_whole_catalogue_against_replicas_on_postgresql(
+    postgres_dsn: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from conformance.catalogue import CATALOGUE
+    from conformance.cli import main
+    from conformance.model import Harness
+
+    with cluster(postgres_dsn) as group:
+        checked = group.start(application_name("checked"))
+        group.start(application_name("sibling"))  # shares the inbox, takes no traffic
+        report = tmp_path / "report.json"
+        code = main(
+            [
+                "check",
+                group.url(checked),
+                "--secret",
+                SECRET,
+                "--probe",
+                f"{checked.base_url}/_hookproof/events",
+                "--probe-token",
+                PROBE_TOKEN,
+                "--samples",
+                "5",
+                "--concurrency",
+                "6",
+                "--seed",
+                "7",
+                "--json",
+                str(report),
+            ]
+        )
+        out = capsys.readouterr().out
+        assert code == 0, out
+        document = json.loads(report.read_text())
+        expected = [s.id for s in CATALOGUE.tagged(Harness.C)]
+        assert [s["id"] for s in document["scenarios"]] == expected
+        assert document["summary"]["passed"] == len(expected), out
+        # Effects were observed through the probe, i.e. counted in the PostgreSQL effect table.
+        by_id = {s["id"]: s for s in document["scenarios"]}
+        assert by_id["idempotency.sequential-duplicate"]["observed_by"] == "probe"
+        assert max(group.reminders().values()) == 1

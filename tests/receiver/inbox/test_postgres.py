@@ -277,3 +277,22 @@ async def test_transaction_handle_sees_the_inbox_schema_first(replica: Opener, s
     await inbox.commit("evt_s", claim.token, 200, [where])
     assert seen == [schema]
     assert inbox.schema == schema
+
+
+async def test_claims_skip_the_wal_flush_but_the_commit_transaction_stays_durable(
+    replica: Opener,
+) -> None:
+    inbox = await replica(pool_max_size=1)  # one connection: claim and commit share a session
+    seen: list[str] = []
+
+    async def setting(conn: psycopg.AsyncConnection[Any]) -> None:
+        row = await (await conn.execute("SHOW synchronous_commit")).fetchone()
+        assert row is not None
+        seen.append(row[0])
+
+    claim = await inbox.claim("evt_d")
+    await inbox.release("evt_d", claim.token)
+    claim = await inbox.claim("evt_d")
+    assert await inbox.commit("evt_d", claim.token, 200, [setting]) is True
+    # The claim's set_config(…, true) was local to its own statement: the session is untouched.
+    assert seen == ["on"]
