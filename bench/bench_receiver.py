@@ -122,8 +122,6 @@ def serve(kind: str, port: int, db: str) -> None:
                 Route("/healthz", health, methods=["GET"]),
             ]
         )
-    if os.environ.get("SW"):
-        sys.setswitchinterval(float(os.environ["SW"]))
     run_server(app, bind_socket(HOST, port), log_level="warning")
 
 

@@ -76,9 +76,14 @@ def running_server(
     sock = bind_socket(host, port)
     bound_port = sock.getsockname()[1]
     server = uvicorn.Server(server_config(app, log_level=log_level))
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="hookproof-server", daemon=True
-    )
+
+    def run() -> None:
+        try:
+            server.run(sockets=[sock])
+        except SystemExit:  # uvicorn exits this way when the app's lifespan fails to start
+            return
+
+    thread = threading.Thread(target=run, name="hookproof-server", daemon=True)
     thread.start()
     try:
         deadline = time.monotonic() + _START_TIMEOUT_S

@@ -192,3 +192,15 @@ def test_transactional_reminder_on_postgresql(postgres_dsn: str) -> None:
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_running_server_serves_over_loopback_and_reports_a_failed_start(tmp_path: Path) -> None:
+    from receiver.server import running_server
+
+    app = create_app(_settings(":memory:"))
+    with running_server(app) as base_url:
+        assert base_url.startswith("http://127.0.0.1:")
+        assert httpx.get(f"{base_url}/healthz").json() == {"ok": True}
+    broken = create_app(_settings(str(tmp_path / "missing-dir" / "inbox.sqlite")))
+    with pytest.raises(ConfigurationError, match="failed to start"), running_server(broken):
+        pass
