@@ -1,0 +1,119 @@
+"""Benchmark: the whole C catalogue against the reference receiver over loopback, versus the floor.
+
+The floor is the same number of HTTP requests (webhooks and probe reads alike, counted by an httpx
+event hook during the catalogue run) sent one after another by a bare ``httpx.AsyncClient`` to a
+bare Starlette endpoint that answers 200, both served by uvicorn on loopback in this same run.
+The ratio says what the runner costs on top of HTTP itself: signing, scenario bookkeeping, the
+sender simulator's virtual-time scheduling and the reference receiver's durable SQLite commits
+(``synchronous=FULL``). Target: ≤ 3×. Run: ``.venv/bin/python bench/bench_conformance.py``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import os
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, as is
+
+import httpx  # noqa: E402
+from starlette.applications import Starlette  # noqa: E402
+from starlette.requests import Request  # noqa: E402
+from starlette.responses import JSONResponse, Response  # noqa: E402
+from starlette.routing import Route  # noqa: E402
+
+from conformance.config import CheckSettings  # noqa: E402
+from conformance.events import Event, RunFinished  # noqa: E402
+from conformance.session import run_check  # noqa: E402
+from receiver.app import ReceiverSettings, create_app  # noqa: E402
+from receiver.server import running_server  # noqa: E402
+
+ROUNDS = 3
+TOKEN = "bench-probe-token"
+
+
+class _Last:
+    def __init__(self) -> None:
+        self.finished: RunFinished | None = None
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, RunFinished):
+            self.finished = event
+
+
+async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
+    settings = CheckSettings(
+        url=f"{base}/webhooks",
+        secrets=(secret,),
+        probe=f"{base}/_hookproof/events",
+        probe_token=TOKEN,
+        seed=1,
+    )
+    count = 0
+
+    async def counted(request: httpx.Request) -> None:
+        nonlocal count
+        count += 1
+
+    last = _Last()
+    started = time.perf_counter()
+    async with httpx.AsyncClient(
+        event_hooks={"request": [counted]}, limits=httpx.Limits(max_connections=32)
+    ) as client:
+        await run_check(settings, [last], client=client)
+    elapsed = time.perf_counter() - started
+    assert last.finished is not None
+    return elapsed, count, last.finished
+
+
+async def _floor(base: str, requests: int, body: bytes) -> float:
+    started = time.perf_counter()
+    async with httpx.AsyncClient() as client:
+        for _ in range(requests):
+            response = await client.post(f"{base}/webhooks", content=body)
+            response.raise_for_status()
+    return time.perf_counter() - started
+
+
+async def _bare(request: Request) -> Response:
+    await request.body()
+    return JSONResponse({"ok": True})
+
+
+def main() -> int:
+    secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+    bare = Starlette(routes=[Route("/webhooks", _bare, methods=["POST"])])
+    body = b'{"type":"hookproof.conformance.ping","data":{"reference":"evt_bench"}}'
+    runs: list[float] = []
+    floors: list[float] = []
+    requests = 0
+    with tempfile.TemporaryDirectory(prefix="hookproof-bench-") as workdir:
+        settings = ReceiverSettings(
+            secrets=[secret], db=str(Path(workdir) / "inbox.sqlite"), probe_token=TOKEN
+        )
+        with running_server(create_app(settings)) as reference, running_server(bare) as floor:
+            asyncio.run(_catalogue(reference, secret))  # warm-up: imports, connections, SQLite
+            for _ in range(ROUNDS):
+                elapsed, requests, finished = asyncio.run(_catalogue(reference, secret))
+                if not finished.summary.ok:
+                    print(f"catalogue did not pass: {finished.summary}", file=sys.stderr)
+                    print({r.scenario.id: r.message for r in finished.results}, file=sys.stderr)
+                    return 1
+                runs.append(elapsed)
+                floors.append(asyncio.run(_floor(floor, requests, body)))
+    scenarios = len(finished.results)
+    catalogue_s, floor_s = statistics.median(runs), statistics.median(floors)
+    print(f"scenarios: {scenarios} (all passed), HTTP requests per run: {requests}")
+    print(f"catalogue against the reference receiver: {catalogue_s:.3f} s (median of {ROUNDS})")
+    print(f"floor, bare httpx -> bare Starlette:      {floor_s:.3f} s (median of {ROUNDS})")
+    print(f"ratio: {catalogue_s / floor_s:.2f}x (target <= 3x)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
