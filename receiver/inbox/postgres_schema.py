@@ -106,7 +106,9 @@ async def migrate(conn: AsyncConnection[object], schema: str) -> int:
     table = sql.SQL("{schema}.{table}").format(schema=ident, table=sql.Identifier(MIGRATIONS_TABLE))
     async with conn.transaction():
         await conn.execute("SELECT pg_advisory_xact_lock(%s)", (advisory_lock_key(schema),))
-        await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(ident))
+        cursor = await conn.execute("SELECT 1 FROM pg_namespace WHERE nspname = %s", (schema,))
+        if await cursor.fetchone() is None:  # CREATE SCHEMA needs CREATE on the database, even
+            await conn.execute(sql.SQL("CREATE SCHEMA {}").format(ident))  # with IF NOT EXISTS
         await conn.execute(
             sql.SQL(
                 "CREATE TABLE IF NOT EXISTS {table} ("

@@ -14,6 +14,7 @@ import uuid
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -264,3 +265,29 @@ async def _eventually(operation: Any, attempts: int = 100) -> Any:
             continue
         return getattr(result, "outcome", result)
     raise AssertionError("the inbox did not recover")
+
+
+async def test_a_role_without_create_on_the_database_uses_a_schema_made_for_it(
+    postgres_dsn: str, schema: str
+) -> None:
+    role = f"hp_role_{uuid.uuid4().hex[:8]}"
+    admin = await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True)
+    try:
+        await admin.execute(sql.SQL("CREATE ROLE {} LOGIN").format(sql.Identifier(role)))
+        await admin.execute(
+            sql.SQL("CREATE SCHEMA {} AUTHORIZATION {}").format(
+                sql.Identifier(schema), sql.Identifier(role)
+            )
+        )
+        parts = urlsplit(postgres_dsn)
+        as_role = urlunsplit(parts._replace(netloc=f"{role}@{parts.hostname}:{parts.port}"))
+        async with await PostgresInbox.connect(inbox_location(as_role, schema)) as inbox:
+            assert (await inbox.claim("evt_role")).outcome is ClaimOutcome.CLAIMED
+        with pytest.raises(ConfigurationError, match="permission denied"):
+            await PostgresInbox.connect(inbox_location(as_role, schema + "_other"))
+    finally:
+        await admin.execute(
+            sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema))
+        )
+        await admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
+        await admin.close()
