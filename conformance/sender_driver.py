@@ -44,6 +44,7 @@ from sender_sim import Simulator as _Simulator
 
 __all__ = [
     "DEFAULT_START",
+    "FreshWireClock",
     "SENDER_ACTIONS",
     "RecordingTransport",
     "SenderDriver",
@@ -141,6 +142,21 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         return httpx.Response(response.status_code, headers=headers, content=content)
 
 
+class FreshWireClock:
+    """Real time, but never the same second twice: every attempt is signed with a new timestamp
+    (so a fresh signature), drifting ahead of real time by at most one second per attempt."""
+
+    def __init__(self) -> None:
+        self._last: datetime | None = None
+
+    def now(self) -> datetime:
+        now = datetime.now(UTC)
+        if self._last is not None and now < self._last + timedelta(seconds=1):
+            now = self._last + timedelta(seconds=1)
+        self._last = now
+        return now
+
+
 def compile_policy(args: Mapping[str, Any], timeout_s: float | None) -> Policy:
     """The simulator policy a ``policy`` step (or the default) describes."""
     policy = policy_named(str(args.get("name", "strict")))
@@ -229,7 +245,7 @@ class SenderDriver:
             client=httpx.AsyncClient(transport=self.transport),
             seed=self.seed,
             faults=FaultPlan(tuple(faults), self.seed),
-            wire_clock=self.clock if self.virtual_wire_clock else None,
+            wire_clock=self.clock if self.virtual_wire_clock else FreshWireClock(),
         )
         self.sim.add_endpoint(ENDPOINT, self.url, list(self.secrets), scheme=self.scheme)
 
