@@ -125,3 +125,12 @@ def test_a_real_receiver_process_serves_signed_requests(tmp_path: Path) -> None:
     assert f"listening on http://{LOOPBACK}:{port}/webhooks" in output
     assert SECRET not in output
     assert ROTATED not in output
+
+
+def test_every_option_is_documented() -> None:
+    from receiver.cli import receiver_command
+
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "receiver.md").read_text()
+    for parameter in receiver_command.params:
+        for flag in parameter.opts:
+            assert f"`{flag}" in docs, f"{flag} is not in docs/receiver.md"
