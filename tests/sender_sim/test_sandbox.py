@@ -37,10 +37,18 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture
-def receiver() -> Iterator[ScriptedReceiver]:
+@pytest.fixture(scope="module")
+def _shared_receiver() -> Iterator[ScriptedReceiver]:
     with scripted(200) as running:
         yield running
+
+
+@pytest.fixture
+def receiver(_shared_receiver: ScriptedReceiver) -> ScriptedReceiver:
+    """One loopback server for the module, its script and log reset for each test."""
+    _shared_receiver.statuses = [200]
+    _shared_receiver.received.clear()
+    return _shared_receiver
 
 
 class Harness:

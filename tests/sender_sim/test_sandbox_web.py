@@ -1,0 +1,239 @@
+"""The sandbox dashboard through ``httpx.ASGITransport``: pages, forms, refusals. The engine behind
+it sends real HTTP to a scripted receiver on a loopback port."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from sender_sim import Simulator, SQLiteStore, State, VirtualClock
+from sender_sim.sandbox import FAULT_NAMES, SandboxEngine
+from sender_sim.sandbox_web import create_dashboard
+from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver, scripted
+
+pytestmark = pytest.mark.anyio
+
+FORM = {"content-type": "application/x-www-form-urlencoded"}
+HTML = {"accept": "text/html"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def _shared_receiver() -> Iterator[ScriptedReceiver]:
+    with scripted(200) as running:
+        yield running
+
+
+@pytest.fixture
+def receiver(_shared_receiver: ScriptedReceiver) -> ScriptedReceiver:
+    _shared_receiver.statuses = [200]
+    _shared_receiver.received.clear()
+    return _shared_receiver
+
+
+class Board:
+    def __init__(self, engine: SandboxEngine, web: httpx.AsyncClient) -> None:
+        self.engine = engine
+        self.web = web
+
+    async def page(self, path: str) -> str:
+        response = await self.web.get(path, headers=HTML)
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"].startswith("text/html")
+        assert SECRET not in response.text
+        assert SECRET.removeprefix("whsec_") not in response.text
+        return response.text
+
+    async def post(
+        self, path: str, data: dict[str, str | list[str]], **headers: str
+    ) -> httpx.Response:
+        return await self.web.post(path, data=data, headers=headers)
+
+
+@pytest.fixture
+async def board(receiver: ScriptedReceiver) -> AsyncIterator[Board]:
+    async with httpx.AsyncClient() as client:
+        sim = Simulator(
+            SQLiteStore(":memory:"),
+            clock=VirtualClock(datetime(2026, 8, 13, 9, tzinfo=UTC)),
+            client=client,
+        )
+        sim.add_endpoint("app", receiver.url, [SECRET])
+        engine = SandboxEngine(sim, endpoint_id="app")
+        transport = httpx.ASGITransport(app=create_dashboard(engine))
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as web:
+            yield Board(engine, web)
+        sim.store.close()
+
+
+async def test_overview_lists_forms_faults_and_nothing_yet(board: Board) -> None:
+    text = await board.page("/")
+    assert "<form method='post' action='/publish'>" in text
+    assert "No deliveries yet." in text
+    assert "No dead letters." in text
+    for name in FAULT_NAMES:
+        assert f"<td>{name}</td>" in text
+    assert "virtual time" in text
+
+
+async def test_publish_form_delivers_and_the_delivery_page_tells_it(
+    board: Board, receiver: ScriptedReceiver
+) -> None:
+    response = await board.post(
+        "/publish",
+        {
+            "event_type": "invoice.paid",
+            "fields": "amount=5 note=hi",
+            "business_key": "",
+            "deadline": "+2h",
+        },
+    )
+    assert response.status_code == 303
+    location = response.headers["location"]
+    assert location.startswith("/deliveries/del_")
+    delivery_id = location.rsplit("/", 1)[1]
+    assert board.engine.sim.delivery(delivery_id).state is State.DELIVERED
+    assert len(receiver.received) == 1
+    text = await board.page(location)
+    assert "<span class='delivered'>delivered</span>" in text
+    assert "<h2>Attempts</h2>" in text
+    assert "<td>HTTP 200</td>" in text
+    assert "scheduled -&gt; leased" in text
+    assert "leased -&gt; delivered" in text
+    assert "Story:" in text
+    assert "action='/redrive'" not in text  # only dead letters get a redrive form
+    overview = await board.page("/")
+    assert delivery_id in overview
+    assert "in_1" in overview
+
+
+async def test_fault_toggles(board: Board) -> None:
+    on = await board.post(
+        "/faults", {"name": "crash_after_send", "action": "on", "options": "attempts=1"}
+    )
+    assert on.status_code == 303
+    assert board.engine.faults()["crash_after_send"] == "crash_after_send:attempts=1"
+    assert "ON crash_after_send:attempts=1" in await board.page("/")
+    published = await board.post("/publish", {"event_type": "renewal.reminder"})
+    text = await board.page(published.headers["location"])
+    assert "FAULT injected: crash_after_send on attempt 1" in text
+    assert "NO (stale or crashed)" in text
+    off = await board.post("/faults", {"name": "crash_after_send", "action": "off"})
+    assert off.status_code == 303
+    assert board.engine.faults()["crash_after_send"] is None
+
+
+@pytest.mark.parametrize(
+    ("data", "detail"),
+    [
+        ({"name": "gremlins", "action": "on"}, "unknown fault 'gremlins'"),
+        ({"name": "lost_response", "action": "maybe"}, "action must be on or off"),
+        ({"name": "lost_response", "action": "on", "options": "p=9"}, "probability"),
+    ],
+)
+async def test_bad_fault_forms_are_problems(
+    board: Board, data: dict[str, str], detail: str
+) -> None:
+    response = await board.post("/faults", data)
+    assert response.status_code == 400
+    assert response.headers["content-type"] == "application/problem+json"
+    problem = response.json()
+    assert problem["status"] == 400
+    assert problem["type"].endswith("/sandbox-bad-fault")
+    assert detail in problem["detail"]
+    page = await board.web.post("/faults", data=data, headers=HTML)
+    assert page.status_code == 400
+    assert page.headers["content-type"].startswith("text/html")
+
+
+async def test_dlq_pages_and_the_audited_redrive_form(
+    board: Board, receiver: ScriptedReceiver
+) -> None:
+    receiver.statuses = [410, 410, 200]
+    first = (await board.post("/publish", {"event_type": "renewal.reminder"})).headers["location"]
+    await board.post("/publish", {"event_type": "invoice.paid"})
+    gone = first.rsplit("/", 1)[1]
+    text = await board.page("/")
+    assert "href='/dlq?reason=permanent_response'" in text
+    assert "href='/dlq?reason=permanent_response&amp;business_key=ren_1'" in text
+    dlq = await board.page("/dlq")
+    assert gone in dlq
+    assert "Redrive these 2" in dlq
+    filtered = await board.page("/dlq?reason=permanent_response&business_key=in_2")
+    assert gone not in filtered
+    assert "in_2" in filtered
+    assert "No dead letters match." in await board.page("/dlq?reason=deadline_exhausted")
+    bad = await board.web.get("/dlq?reason=bored")
+    assert bad.status_code == 400
+    assert bad.headers["content-type"] == "application/problem+json"
+
+    detail = await board.page(first)
+    assert "action='/redrive'" in detail
+    missing = await board.post(
+        "/redrive", {"ids": gone, "actor": "", "reason": "r", "deadline": "+1h"}
+    )
+    assert missing.status_code == 400
+    assert "actor" in missing.json()["detail"]
+    nothing = await board.post("/redrive", {"actor": "a", "reason": "r", "deadline": "+1h"})
+    assert nothing.status_code == 400
+    done = await board.post(
+        "/redrive", {"ids": gone, "actor": "ops@example.com", "reason": "fixed", "deadline": "+1h"}
+    )
+    assert done.status_code == 303
+    assert done.headers["location"] == first
+    assert board.engine.sim.delivery(gone).state is State.DELIVERED
+    story = await board.page(first)
+    assert "REDRIVE by ops@example.com" in story
+    again = await board.post(
+        "/redrive", {"ids": gone, "actor": "ops@example.com", "reason": "again", "deadline": "+1h"}
+    )
+    assert again.status_code == 409
+    assert again.json()["type"].endswith("/sandbox-redrive-refused")
+    assert "not a dead letter" in again.json()["detail"]
+
+
+async def test_unknown_delivery_is_404(board: Board) -> None:
+    response = await board.web.get("/deliveries/del_nope")
+    assert response.status_code == 404
+    assert response.json()["detail"] == "no delivery 'del_nope'"
+    page = await board.web.get("/deliveries/del_nope", headers=HTML)
+    assert page.status_code == 404
+    assert "no delivery &#x27;del_nope&#x27;" in page.text
+
+
+async def test_foreign_hosts_origins_and_bodies_are_refused(board: Board) -> None:
+    data = {"event_type": "renewal.reminder"}
+    evil_host = await board.web.post("/publish", data=data, headers={"host": "evil.example"})
+    assert evil_host.status_code == 403
+    evil_origin = await board.post("/publish", data, origin="http://evil.example")
+    assert evil_origin.status_code == 403
+    same_origin = await board.post("/publish", data, origin="http://127.0.0.1")
+    assert same_origin.status_code == 303
+    as_json = await board.web.post("/publish", json=data)
+    assert as_json.status_code == 415
+    not_utf8 = await board.web.post("/publish", content=b"fields=%FF\xff", headers=FORM)
+    assert not_utf8.status_code == 400
+    bad_deadline = await board.post("/publish", {"deadline": "whenever"})
+    assert bad_deadline.status_code == 400
+    assert bad_deadline.json()["type"].endswith("/sandbox-bad-publish")
+    wrong_method = await board.web.get("/publish")
+    assert wrong_method.status_code == 405
+    assert len(board.engine.deliveries()) <= 2
+
+
+async def test_everything_shown_is_escaped(board: Board) -> None:
+    response = await board.post(
+        "/publish", {"event_type": "<b>x</b>", "business_key": "<script>alert(1)</script>"}
+    )
+    assert response.status_code == 303
+    text = await board.page("/")
+    assert "<script>alert(1)</script>" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text
+    assert "<b>x</b>" not in text
