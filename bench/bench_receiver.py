@@ -221,7 +221,11 @@ def main() -> int:
                 )
             finally:
                 process.terminate()
-                process.wait(timeout=15)
+                try:
+                    process.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+                    process.wait()
     bare, durable = results["bare"], results["durable"]
     ratio = durable["rps"] / bare["rps"]
     print(
