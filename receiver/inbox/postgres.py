@@ -369,13 +369,17 @@ class PostgresInbox(Inbox):
         work: Sequence[TransactionalWork] = (),
     ) -> bool:
         params = {"event_id": event_id, "token": token, "status": status, "now": self._clock()}
+        works = tuple(work)
+        if not works:  # one statement is its own (durable) transaction: one round trip
+            async with self._connection() as conn:
+                return await self._fetchone(conn, self._commit_sql, params) is not None
         async with self._connection() as conn:
             try:
                 async with conn.transaction():
                     row = await self._fetchone(conn, self._commit_sql, params)
                     if row is None:
                         raise _StaleToken
-                    for item in work:
+                    for item in works:
                         result = item(conn)
                         if inspect.isawaitable(result):
                             await result
