@@ -21,17 +21,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run from a checkout, as is
 
-import httpx  # noqa: E402
-from starlette.applications import Starlette  # noqa: E402
-from starlette.requests import Request  # noqa: E402
-from starlette.responses import JSONResponse, Response  # noqa: E402
-from starlette.routing import Route  # noqa: E402
+import httpx
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
 
-from conformance.config import CheckSettings  # noqa: E402
-from conformance.events import Event, RunFinished  # noqa: E402
-from conformance.session import run_check  # noqa: E402
-from receiver.app import ReceiverSettings, create_app  # noqa: E402
-from receiver.server import running_server  # noqa: E402
+from conformance.config import CheckSettings
+from conformance.events import Event, RunFinished
+from conformance.session import run_check
+from receiver.app import ReceiverSettings, create_app
+from receiver.server import running_server
 
 ROUNDS = 3
 TOKEN = "bench-probe-token"

@@ -44,8 +44,8 @@ from sender_sim import Simulator as _Simulator
 
 __all__ = [
     "DEFAULT_START",
-    "FreshWireClock",
     "SENDER_ACTIONS",
+    "FreshWireClock",
     "RecordingTransport",
     "SenderDriver",
     "compile_policy",

@@ -110,3 +110,60 @@ def test_config_discovery_strict_keys_and_types(tmp_path: Path) -> None:
     (tmp_path / "hookproof.toml").write_text("timeout = 'slow'\n")
     with pytest.raises(ConfigError, match="wrong type"):
         load_config(cwd=tmp_path)
+
+
+def test_the_rate_limiter_spaces_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    from conformance import wire_harness
+
+    waits: list[float] = []
+
+    async def record(delay: float) -> None:
+        waits.append(delay)
+
+    monkeypatch.setattr(wire_harness.time, "monotonic", lambda: 100.0)
+    monkeypatch.setattr(wire_harness.asyncio, "sleep", record)
+    limiter = wire_harness.RateLimiter(4.0)
+
+    async def five() -> None:
+        for _ in range(5):
+            await limiter.wait()
+
+    asyncio.run(five())
+    assert waits == pytest.approx([0.25, 0.5, 0.75, 1.0])
+
+
+def test_waiting_for_an_endpoint_retries_503_and_refused_connections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import asyncio
+
+    import httpx
+
+    from conformance import reachability
+    from conformance.exceptions import EndpointUnreachable
+
+    answers = iter(["refused", 503, 503, 405])
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        answer = next(answers)
+        if answer == "refused":
+            raise httpx.ConnectError("refused", request=request)
+        return httpx.Response(int(answer))
+
+    async def no_wait(delay: float) -> None:
+        return None
+
+    monkeypatch.setattr(reachability.asyncio, "sleep", no_wait)
+
+    async def go(within: float) -> None:
+        async with httpx.AsyncClient(transport=httpx.MockTransport(handler)) as client:
+            await reachability.wait_until_answering(
+                client, "http://endpoint.test/webhooks", within=within, answer_within=1.0
+            )
+
+    asyncio.run(go(60.0))  # answered 405 at the fourth try: someone is listening
+    answers = iter([503] * 3)
+    with pytest.raises(EndpointUnreachable, match="503"):
+        asyncio.run(go(0.0))
