@@ -117,7 +117,11 @@ async def _probe_failure(
     assert run.options.probe is not None
     lines = [run.curl(e.request) for e in sent]
     lines.append(run.options.probe.curl(event.event_id, show_secrets=run.options.show_secrets))
-    return Failure(expectation.describe(), observed, "\n".join(lines))
+    sensitive = run.redactions()
+    answers = "; ".join(e.describe(sensitive) for e in sent[:6])
+    more = f" (+{len(sent) - 6} more)" if len(sent) > 6 else ""
+    shown = f"{observed}; answers: {answers}{more}" if sent else observed
+    return Failure(expectation.describe(), shown, "\n".join(lines))
 
 
 @check("effects")
@@ -130,6 +134,7 @@ async def _effects(run: WireRun, expectation: Expectation) -> Verdict:
     event = run.events.get(label)
     if event is None:
         return Failure(expectation.describe(), f"event {label!r} was never sent", "")
+    await run.limiter.wait()
     snapshot = await probe.read(run.client, event.event_id, run.options.timeout)
     if snapshot.effects != int(expectation.args["equals"]):
         return await _probe_failure(run, expectation, label, snapshot.describe())
@@ -143,6 +148,7 @@ async def _committed(run: WireRun, expectation: Expectation) -> Verdict:
     if probe is None:
         return Unjudged("no probe: commit not observed")
     label = expectation.args["event"]
+    await run.limiter.wait()
     snapshot = await probe.read(run.client, run.events[label].event_id, run.options.timeout)
     if snapshot.status != "committed" or snapshot.effects < 1:
         return await _probe_failure(run, expectation, label, snapshot.describe())

@@ -300,8 +300,8 @@ async def _deliver_many(run: WireRun, args: Mapping[str, Any]) -> None:
 async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
     event = run.event(args["event"])
     copies = int(args.get("copies") or run.options.concurrency)
-    requests = [run.signed(event) for _ in range(copies)]
-    await asyncio.gather(*(run.send(args["label"], r, event.event_id) for r in requests))
+    request = run.signed(event)  # identical copies: the same bytes and the same signature
+    await asyncio.gather(*(run.send(args["label"], request, event.event_id) for _ in range(copies)))
 
 
 @action("script")
@@ -404,7 +404,12 @@ class WireHarness:
         from conformance.sender_driver import RecordingTransport, SenderDriver
 
         options = self.options
-        transport = RecordingTransport(run.client.send, run.record, options.timeout)
+
+        async def forward(request: httpx.Request) -> httpx.Response:
+            await run.limiter.wait()
+            return await run.client.send(request)
+
+        transport = RecordingTransport(forward, run.record, options.timeout)
         driver = SenderDriver(
             transport=transport,
             url=options.url,
