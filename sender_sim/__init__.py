@@ -23,6 +23,7 @@ The façade (stable API; the CLI, the sandbox and the conformance runner use onl
     delivery_id = sim.publish(endpoint_id="partner", deadline_at=..., event_type="renewal.reminder",
                               data={...}, business_key="ren_18427",
                               event_id=None, body=None, first_attempt_at=None)
+    ids = sim.publish_many([Publication(endpoint_id="partner", deadline_at=...), ...])  # one tx
     await sim.run_due()                          # one worker pass -> RunReport
     await sim.run_until_settled(delivery_ids=[delivery_id], until=None)   # jumps virtual time
     await sim.deliver(delivery_id)               # -> Delivery (delivered or dead_letter)
@@ -93,7 +94,7 @@ from sender_sim.records import (
     rfc3339,
 )
 from sender_sim.redrive import MAX_BATCH, RedriveResult, RedriveScope
-from sender_sim.simulator import EndpointConfig, Simulator
+from sender_sim.simulator import EndpointConfig, Publication, Simulator
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.worker import Lease, RunReport, Sent, Worker
 
@@ -132,6 +133,7 @@ __all__ = [
     "OutcomeKind",
     "Policy",
     "Profile",
+    "Publication",
     "RealClock",
     "RedriveDecision",
     "RedriveError",

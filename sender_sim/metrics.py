@@ -110,8 +110,9 @@ def snapshot(store: SQLiteStore, policy: Policy, now: datetime) -> MetricsSnapsh
     )
     redrives = store.counts("SELECT result, count(*) FROM redrive_decisions GROUP BY result")
     duplicates = store.counts(
-        "SELECT cause, count(*) FROM ledger WHERE cause = 'stale_ack_refused' GROUP BY cause"
-    ).get("stale_ack_refused", 0)
+        "SELECT 'n', count(*) FROM ledger INDEXED BY ledger_stale"
+        " WHERE cause = 'stale_ack_refused' AND delivery_id IS NOT NULL"
+    ).get("n", 0)
     oldest: timedelta | None = None
     buckets: dict[str, list[timedelta]] = {label: [] for label, _ in COHORTS}
     threatened: list[str] = []

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import hashlib
 import itertools
 import random
-import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -53,6 +53,7 @@ from sender_sim.records import (
     RedriveDecision,
     State,
     format_duration,
+    to_us,
 )
 from sender_sim.redrive import (
     MAX_BATCH,
@@ -62,12 +63,28 @@ from sender_sim.redrive import (
     item_problems,
 )
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
-from sender_sim.transitions import new_delivery, redrive
+from sender_sim.transitions import Step, new_delivery, redrive
 from sender_sim.worker import RunReport, Worker
 
-__all__ = ["EndpointConfig", "Simulator"]
+__all__ = ["EndpointConfig", "Publication", "Simulator"]
 
 _EVENT_CACHE = 4096
+
+
+@dataclass(frozen=True)
+class Publication:
+    """One event to publish (the keyword arguments of :meth:`Simulator.publish`, as data)."""
+
+    endpoint_id: str
+    deadline_at: datetime
+    event_type: str = "hookproof.test"
+    data: Mapping[str, Any] | None = None
+    business_key: str | None = None
+    event_id: str | None = None
+    occurred_at: datetime | None = None
+    body: bytes | None = None
+    delivery_id: str | None = None
+    first_attempt_at: datetime | None = None
 
 
 @dataclass(frozen=True)
@@ -77,10 +94,29 @@ class EndpointConfig:
     endpoint: Endpoint
     secrets: tuple[Secret, ...]
 
+    @property
+    def url(self) -> httpx.URL:
+        """The endpoint's URL, parsed once."""
+        return _parsed_url(self.endpoint.url)
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed_url(url: str) -> httpx.URL:
+    return httpx.URL(url)
+
 
 def _fingerprint(secrets: Sequence[Secret]) -> str:
     digest = hashlib.sha256("\n".join(s.value for s in secrets).encode()).hexdigest()
     return "sha256:" + digest[:16]
+
+
+def _on_grid(when: datetime, period: timedelta) -> datetime:
+    """The first instant at or after ``when`` on the grid of ``period`` (from the epoch)."""
+    if period <= timedelta(0):
+        return when
+    period_us = period // timedelta(microseconds=1)
+    offset = -to_us(when) % period_us
+    return when + timedelta(microseconds=offset)
 
 
 class Simulator:
@@ -237,37 +273,67 @@ class Simulator:
         and dead-lettered as ``invalid_envelope`` at once; a first attempt that cannot fit the
         deadline dead-letters as ``deadline_exhausted``.
         """
-        now = self.clock.now()
-        deadline = require_aware(deadline_at, "deadline")
-        occurred = require_aware(occurred_at, "occurred_at") if occurred_at else now
-        first = require_aware(first_attempt_at, "first attempt time") if first_attempt_at else None
-        config = self.endpoint_config(endpoint_id)
-        scheme = config.endpoint.scheme
-        eid = (
-            event_id
-            if event_id is not None
-            else f"evt_{uuid.UUID(int=self._id_rng.getrandbits(128)).hex}"
+        publication = Publication(
+            endpoint_id=endpoint_id,
+            deadline_at=deadline_at,
+            event_type=event_type,
+            data=data,
+            business_key=business_key,
+            event_id=event_id,
+            occurred_at=occurred_at,
+            body=body,
+            delivery_id=delivery_id,
+            first_attempt_at=first_attempt_at,
         )
+        return self.publish_many([publication])[0]
+
+    def publish_many(self, publications: Sequence[Publication]) -> list[str]:
+        """Publish several events in ONE transaction (all or none); their delivery ids in order."""
+        now = self.clock.now()
+        rows = [self._prepare(p, now) for p in publications]
+        self.store.insert_published_many(rows)
+        return [step.delivery.delivery_id for _, step in rows]
+
+    def _new_id(self, prefix: str, now: datetime) -> str:
+        """A time-ordered id (like a ULID): creation time in µs, a counter, seeded randomness.
+
+        Ordered ids keep the store's B-trees local (new rows append), and sort by creation.
+        """
+        serial = next(self._ids) & 0xFFFFFF
+        return f"{prefix}_{to_us(now):013x}{serial:06x}{self._id_rng.getrandbits(40):010x}"
+
+    def _prepare(self, p: Publication, now: datetime) -> tuple[Event, Step]:
+        deadline = require_aware(p.deadline_at, "deadline")
+        occurred = require_aware(p.occurred_at, "occurred_at") if p.occurred_at else now
+        first = (
+            require_aware(p.first_attempt_at, "first attempt time") if p.first_attempt_at else None
+        )
+        config = self.endpoint_config(p.endpoint_id)
+        scheme = config.endpoint.scheme
+        eid = p.event_id if p.event_id is not None else self._new_id("evt", now)
+        body = p.body
         if body is None:
             body = build_body(
-                event_type=event_type,
+                event_type=p.event_type,
                 occurred_at=occurred,
-                data=data or {},
+                data=p.data or {},
                 event_id=eid if scheme == "stripe" else None,
             )
-        event = Event(eid, event_type, business_key, occurred, bytes(body), payload_digest(body))
+        event = Event(
+            eid, p.event_type, p.business_key, occurred, bytes(body), payload_digest(body)
+        )
         problem = envelope_problem(
             event_id=eid,
-            event_type=event_type,
+            event_type=p.event_type,
             body=event.body,
             scheme=scheme,
             max_body_bytes=self.policy.max_body_bytes,
         )
-        did = delivery_id or f"del_{uuid.UUID(int=self._id_rng.getrandbits(128)).hex}"
+        did = p.delivery_id or self._new_id("del", now)
         step = new_delivery(
             delivery_id=did,
             event=event,
-            endpoint_id=endpoint_id,
+            endpoint_id=p.endpoint_id,
             destination_url=config.endpoint.url,
             deadline_at=deadline,
             now=now,
@@ -275,8 +341,7 @@ class Simulator:
             first_attempt_at=first,
             envelope_problem=problem,
         )
-        self.store.insert_published(event, step.delivery, step.row)
-        return did
+        return event, step
 
     # -- running -------------------------------------------------------------------------------
 
@@ -298,12 +363,16 @@ class Simulator:
         until: datetime | None = None,
         worker: Worker | None = None,
         limit: int = 100,
-        max_passes: int = 100_000,
+        max_passes: int = 1_000_000,
+        poll_interval: timedelta = timedelta(0),
     ) -> RunReport:
         """Run passes until the given deliveries (or all) are delivered or dead letters.
 
         When nothing is due, the virtual clock jumps to the next due time (never past
-        ``until``); with the real clock the loop waits for it.
+        ``until``); with the real clock the loop waits for it. ``poll_interval`` models a worker
+        that wakes only on a grid of that period (e.g. once a second) and then claims everything
+        due: the jump goes to the first grid instant at or after the next due time. The default
+        (zero) wakes exactly at each due time.
         """
         total = RunReport()
         targets = tuple(delivery_ids)
@@ -323,7 +392,7 @@ class Simulator:
             if due <= now:
                 continue
             if isinstance(self.clock, VirtualClock):
-                self.clock.set(due)
+                self.clock.set(_on_grid(due, poll_interval))
             else:
                 wait = min(due - now, timedelta(seconds=1)).total_seconds()
                 await asyncio.sleep(wait)  # real-time: the real clock must reach the due time

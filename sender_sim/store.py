@@ -22,7 +22,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import sqlite_utils
 
@@ -91,9 +91,12 @@ _SCHEMA: tuple[tuple[str, str], ...] = (
             CHECK ((state = 'leased') = (lease_expires_us IS NOT NULL)),
             CHECK ((state = 'scheduled') = (next_attempt_us IS NOT NULL))
         );
-        CREATE INDEX deliveries_due ON deliveries (state, next_attempt_us);
-        CREATE INDEX deliveries_lease ON deliveries (state, lease_expires_us);
-        CREATE INDEX deliveries_dlq ON deliveries (dlq_reason, business_key);
+        CREATE INDEX deliveries_due ON deliveries (next_attempt_us)
+            WHERE state = 'scheduled';
+        CREATE INDEX deliveries_lease ON deliveries (lease_expires_us) WHERE state = 'leased';
+        CREATE INDEX deliveries_dlq ON deliveries (dlq_reason, business_key)
+            WHERE dlq_reason IS NOT NULL;
+        CREATE INDEX deliveries_key ON deliveries (business_key);
         CREATE TABLE attempts (
             id INTEGER PRIMARY KEY,
             delivery_id TEXT NOT NULL,
@@ -123,7 +126,7 @@ _SCHEMA: tuple[tuple[str, str], ...] = (
             details TEXT NOT NULL
         );
         CREATE INDEX ledger_delivery ON ledger (delivery_id);
-        CREATE INDEX ledger_cause ON ledger (cause);
+        CREATE INDEX ledger_stale ON ledger (delivery_id) WHERE cause = 'stale_ack_refused';
         CREATE TABLE redrive_decisions (
             decision_id INTEGER PRIMARY KEY,
             at_us INTEGER NOT NULL,
@@ -250,6 +253,22 @@ def _update_params(after: Delivery, before: Delivery) -> tuple[Any, ...]:
     )
 
 
+class _HasStep(Protocol):
+    """A delivery with its first ledger row (a :class:`sender_sim.transitions.Step`)."""
+
+    @property
+    def delivery(self) -> Delivery: ...
+
+    @property
+    def row(self) -> LedgerRow: ...
+
+
+@dataclass(frozen=True)
+class _Published:
+    delivery: Delivery
+    row: LedgerRow
+
+
 @dataclass(frozen=True)
 class Change:
     """One guarded state change: ``before`` (the guard: its state and fencing token) → ``after``.
@@ -294,6 +313,7 @@ class SQLiteStore:
                 self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._conn.execute("PRAGMA busy_timeout=10000")
+            self._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB of page cache
             self._migrate()
         except sqlite3.Error as error:
             raise StoreError(f"cannot open the simulator store at {self.path}: {error}") from None
@@ -376,59 +396,69 @@ class SQLiteStore:
 
     def insert_published(self, event: Event, delivery: Delivery, row: LedgerRow) -> None:
         """Store an event (or reuse the identical one) and its new delivery with its first row."""
+        self.insert_published_many([(event, _Published(delivery, row))])
+
+    def insert_published_many(self, items: Sequence[tuple[Event, _HasStep]]) -> None:
+        """Several publications in one transaction: all stored, or none (on a conflict)."""
         with self._write() as conn:
-            existing = conn.execute(
-                "SELECT digest FROM events WHERE event_id = ?", (event.event_id,)
-            ).fetchone()
-            if existing is None:
-                conn.execute(
-                    "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        event.event_id,
-                        event.type,
-                        event.business_key,
-                        to_us(event.occurred_at),
-                        event.body,
-                        event.digest,
-                    ),
-                )
-            elif existing[0] != event.digest:
-                raise ConflictError(
-                    f"event {event.event_id} already exists with a different payload digest"
-                )
-            if conn.execute(
-                "SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery.delivery_id,)
-            ).fetchone():
-                raise ConflictError(f"delivery {delivery.delivery_id} already exists")
-            d = delivery
+            for event, step in items:
+                self._insert_one(conn, event, step.delivery, step.row)
+
+    def _insert_one(
+        self, conn: sqlite3.Connection, event: Event, delivery: Delivery, row: LedgerRow
+    ) -> None:
+        existing = conn.execute(
+            "SELECT digest FROM events WHERE event_id = ?", (event.event_id,)
+        ).fetchone()
+        if existing is None:
             conn.execute(
-                f"INSERT INTO deliveries ({_DELIVERY_COLUMNS}) VALUES"
-                " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
                 (
-                    d.delivery_id,
-                    d.event_id,
-                    d.endpoint_id,
-                    d.destination_url,
-                    d.payload_digest,
-                    d.business_key,
-                    d.state.value,
-                    to_us(d.deadline_at),
-                    d.attempt,
-                    d.max_attempts,
-                    to_us(d.scheduled_for),
-                    _opt_us(d.next_attempt_at),
-                    to_us(d.created_at),
-                    to_us(d.updated_at),
-                    d.reason.value if d.reason else None,
-                    d.dlq_reason.value if d.dlq_reason else None,
-                    d.lease_owner,
-                    _opt_us(d.lease_expires_at),
-                    d.fencing_token,
-                    d.last_outcome,
-                    d.redrives,
+                    event.event_id,
+                    event.type,
+                    event.business_key,
+                    to_us(event.occurred_at),
+                    event.body,
+                    event.digest,
                 ),
             )
-            conn.execute(_INSERT_LEDGER, _ledger_params(row))
+        elif existing[0] != event.digest:
+            raise ConflictError(
+                f"event {event.event_id} already exists with a different payload digest"
+            )
+        if conn.execute(
+            "SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery.delivery_id,)
+        ).fetchone():
+            raise ConflictError(f"delivery {delivery.delivery_id} already exists")
+        d = delivery
+        conn.execute(
+            f"INSERT INTO deliveries ({_DELIVERY_COLUMNS}) VALUES"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            (
+                d.delivery_id,
+                d.event_id,
+                d.endpoint_id,
+                d.destination_url,
+                d.payload_digest,
+                d.business_key,
+                d.state.value,
+                to_us(d.deadline_at),
+                d.attempt,
+                d.max_attempts,
+                to_us(d.scheduled_for),
+                _opt_us(d.next_attempt_at),
+                to_us(d.created_at),
+                to_us(d.updated_at),
+                d.reason.value if d.reason else None,
+                d.dlq_reason.value if d.dlq_reason else None,
+                d.lease_owner,
+                _opt_us(d.lease_expires_at),
+                d.fencing_token,
+                d.last_outcome,
+                d.redrives,
+            ),
+        )
+        conn.execute(_INSERT_LEDGER, _ledger_params(row))
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -450,14 +480,17 @@ class SQLiteStore:
     def claimable(self, now: datetime, limit: int) -> list[Delivery]:
         """Deliveries due at ``now`` (scheduled and due, or leased with an expired lease)."""
         now_us = to_us(now)
-        rows = self._read(
-            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'scheduled'"
-            " AND next_attempt_us <= ? UNION ALL"
-            f" SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'leased'"
-            " AND lease_expires_us <= ? ORDER BY next_attempt_us, delivery_id LIMIT ?",
-            (now_us, now_us, limit),
+        expired = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'leased'"
+            " AND lease_expires_us <= ? ORDER BY lease_expires_us LIMIT ?",
+            (now_us, limit),
         )
-        return [_delivery(r) for r in rows]
+        due = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'scheduled'"
+            " AND next_attempt_us <= ? ORDER BY next_attempt_us LIMIT ?",
+            (now_us, limit - len(expired)),
+        )
+        return [_delivery(r) for r in expired + due]
 
     def next_due(self) -> datetime | None:
         """The earliest time some delivery becomes claimable, or ``None`` when none will."""

@@ -32,7 +32,7 @@ from sender_sim.faults import Fault, FaultKind
 from sender_sim.records import Attempt, Delivery, Event, LedgerRow, OutcomeKind, State
 from sender_sim.store import Change
 from sender_sim.transitions import claim, settle
-from sender_sim.wire import failure_kind, redact, signed_headers
+from sender_sim.wire import SAMPLE_LIMIT, failure_kind, redact, signed_headers
 
 if TYPE_CHECKING:
     from sender_sim.simulator import Simulator
@@ -253,7 +253,7 @@ class Worker:
             copies = concurrent.copies
         sequential = 2 if fired(fires(FaultKind.DUPLICATE_SEND, **where)) else 1
         redactions = [s.value for s in secrets] + [s.value.removeprefix("whsec_") for s in secrets]
-        url = endpoint.endpoint.url
+        url = endpoint.url
         if copies > 1:
             outcomes = await asyncio.gather(
                 *(self._post(url, body, headers, redactions) for _ in range(copies))
@@ -291,7 +291,7 @@ class Worker:
         return Sent(lease, outcome, started_at, ended_at, notes=tuple(notes))
 
     async def _post(
-        self, url: str, body: bytes, headers: dict[str, str], redactions: Sequence[str]
+        self, url: httpx.URL, body: bytes, headers: dict[str, str], redactions: Sequence[str]
     ) -> Outcome:
         timeout = self.sim.policy.timeout.total_seconds()
         try:
@@ -300,7 +300,7 @@ class Worker:
             )
         except httpx.TransportError as error:
             return Outcome.failure(failure_kind(error), redact(str(error)[:1000], redactions))
-        text = response.text[: 8 * 500]
+        text = response.content[: 8 * SAMPLE_LIMIT].decode("utf-8", "replace")
         return Outcome.response(
             response.status_code, response.headers.get("retry-after"), redact(text, redactions)
         )
