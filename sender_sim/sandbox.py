@@ -100,6 +100,7 @@ class SandboxEngine:
         self.deadline = deadline
         self._subscribers: list[Subscriber] = []
         self._seen: dict[str, int] = {}
+        self._order: dict[str, int] = {}
         self._published = 0
         self._faults: dict[str, tuple[str, Fault]] = {}
         self._lock = asyncio.Lock()
@@ -177,6 +178,7 @@ class SandboxEngine:
             )
         )
         self._seen[delivery_id] = 0
+        self._order[delivery_id] = len(self._order)
         for row in self.sim.ledger(delivery_id):
             self._row(row)
             self._seen[delivery_id] = row.seq
@@ -223,6 +225,8 @@ class SandboxEngine:
     def deliveries(self, limit: int = 50) -> list[Delivery]:
         """This endpoint's deliveries, newest first."""
         found = self.sim.deliveries(DeliveryFilter(endpoint_id=self.endpoint_id))
+        order = self._order
+        found.sort(key=lambda d: (d.created_at, order.get(d.delivery_id, -1), d.delivery_id))
         return list(reversed(found))[:limit]
 
     def dlq(

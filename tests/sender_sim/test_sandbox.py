@@ -416,3 +416,9 @@ async def test_bad_lines_are_one_error_line(harness: Harness, line: str, message
     out = await _transcript(harness, line, "help")
     assert out[1].startswith(message), out
     assert out[2] == "> help"  # the shell goes on
+
+
+async def test_deliveries_are_listed_newest_first(harness: Harness) -> None:
+    published = [harness.engine.publish() for _ in range(4)]  # same virtual instant
+    assert [d.delivery_id for d in harness.engine.deliveries()] == published[::-1]
+    assert len(harness.engine.deliveries(limit=2)) == 2
