@@ -1,6 +1,6 @@
 """Benchmark: the durable receiver vs a bare Starlette endpoint, same server config, same run.
 
-    .venv/bin/python bench/bench_receiver.py [--duration 8] [--connections 64] [--rounds 3]
+    .venv/bin/python bench/bench_receiver.py [--duration 6] [--connections 64] [--rounds 3]
 
 Both servers run as their own process under the same uvicorn configuration
 (``receiver.server.server_config``: uvloop, httptools, one worker, no access log):
@@ -194,7 +194,7 @@ def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--duration", type=int, default=8, help="seconds per run")
+    parser.add_argument("--duration", type=int, default=6, help="seconds per run")
     parser.add_argument("--connections", type=int, default=64)
     parser.add_argument("--requests", type=int, default=150_000, help="distinct signed requests")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved bare/durable rounds")
