@@ -4,7 +4,9 @@ Pages: ``/`` (publish form, fault toggles, the latest deliveries, the DLQ by rea
 key), ``/deliveries/{id}`` (state, attempts, transition ledger, the plain-words story and an
 audited redrive form), ``/dlq`` (dead letters filtered by ``reason`` and ``business_key``, with a
 bulk redrive form). Forms post to ``/publish``, ``/faults`` and ``/redrive`` and redirect (303)
-back. No JavaScript; HTML is escaped everywhere; secrets never appear.
+back. No JavaScript; HTML is escaped everywhere; secrets never appear. Pages are rendered by plain
+functions, which Starlette runs in its thread pool, so their SQLite reads never block the event
+loop; the forms change the engine on the loop, where the terminal changes it too.
 
 The dashboard listens on 127.0.0.1 only (the CLI binds it); requests whose ``Host`` is not a
 loopback name, or whose ``Origin`` is another site, are refused (403), so a web page elsewhere
@@ -169,7 +171,7 @@ class _Dashboard:
             "</label><button>Publish</button></form>"
         )
 
-    async def overview(self, request: Request) -> Response:
+    def overview(self, request: Request) -> Response:
         engine = self.engine
         clock = "virtual" if engine.virtual else "real"
         url = engine.sim.endpoint_config(engine.endpoint_id).endpoint.url
@@ -185,7 +187,7 @@ class _Dashboard:
         )
         return _page("hookproof sandbox", body)
 
-    async def delivery(self, request: Request) -> Response:
+    def delivery(self, request: Request) -> Response:
         engine = self.engine
         try:
             delivery = engine.delivery(request.path_params["delivery_id"])
@@ -227,7 +229,7 @@ class _Dashboard:
         )
         return _page(f"Delivery {did}", body)
 
-    async def dlq(self, request: Request) -> Response:
+    def dlq(self, request: Request) -> Response:
         reason = request.query_params.get("reason") or None
         key = request.query_params.get("business_key") or None
         if reason is not None and reason not in set(DeadLetterReason):
