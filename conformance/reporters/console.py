@@ -7,7 +7,7 @@ from typing import TextIO
 
 import click
 
-from conformance.events import Event, RunFinished, RunStarted, ScenarioFinished
+from conformance.events import Event, RunFinished, RunStarted, ScenarioFinished, ScenarioStarted
 from conformance.reporters.text import describe_result
 from conformance.results import Outcome, ScenarioResult
 
@@ -27,6 +27,8 @@ class ConsoleReporter:
     def __init__(self, stream: TextIO | None = None, *, colour: bool | None = None) -> None:
         self.stream = stream
         self.colour = colour
+        target = stream if stream is not None else click.get_text_stream("stdout")
+        self.live = target.isatty()
 
     def _echo(self, text: str = "") -> None:
         click.echo(text, file=self.stream, color=self.colour)
@@ -43,12 +45,20 @@ class ConsoleReporter:
                 f"hookproof: {len(event.scenarios)} scenarios against {event.target} "
                 f"({event.scheme} scheme, {probe}, seed {event.seed})"
             )
+        elif isinstance(event, ScenarioStarted) and self.live:
+            width = len(str(event.total))
+            click.echo(
+                f"[{event.index:>{width}}/{event.total}] running {event.scenario.id}…",
+                file=self.stream,
+                nl=False,
+            )
         elif isinstance(event, ScenarioFinished):
             result = event.result
             width = len(str(event.total))
             extra = f"  — {result.message}" if result.message else ""
+            prefix = "\r\x1b[2K" if self.live else ""
             self._echo(
-                f"[{event.index:>{width}}/{event.total}] {self._paint(result.outcome)} "
+                f"{prefix}[{event.index:>{width}}/{event.total}] {self._paint(result.outcome)} "
                 f"{result.scenario.id} ({result.duration_s * 1000:.0f} ms){extra}"
             )
         elif isinstance(event, RunFinished):

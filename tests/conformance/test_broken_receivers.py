@@ -69,3 +69,37 @@ def test_with_a_probe_the_same_duplicate_is_judged_by_effects() -> None:
     assert result.outcome is Outcome.FAILED
     assert "2 effect(s)" in result.failures[0].observed
     assert "Bearer <redacted>" in result.failures[0].reproduce
+
+
+def test_a_probe_that_breaks_its_contract_is_a_runner_error_not_a_failure() -> None:
+    from starlette.applications import Starlette
+    from starlette.requests import Request
+    from starlette.responses import JSONResponse, Response
+    from starlette.routing import Route
+
+    from conformance.events import RunFinished
+    from conformance.reporters import junit_document
+    from conformance.results import Summary
+
+    async def accept(request: Request) -> Response:
+        await request.body()
+        return JSONResponse({"ok": True})
+
+    async def garbled_probe(request: Request) -> Response:
+        return JSONResponse({"state": "done"})
+
+    app = Starlette(
+        routes=[
+            Route("/webhooks", accept, methods=["POST"]),
+            Route("/_hookproof/events/{event_id}", garbled_probe),
+        ]
+    )
+    results = run_in_process(app, app_settings(PROBE_TOKEN, select=("signature.valid",)))
+    result = results["signature.valid"]
+    assert result.outcome is Outcome.ERROR
+    assert "probe contract" in result.message
+    finished = RunFinished((result,), Summary.of([result]), 0.1)
+    case = junit_document("http://x/webhooks", finished).getroot().find("testsuite/testcase")
+    assert case is not None
+    assert case.find("error") is not None
+    assert case.find("failure") is None
