@@ -17,7 +17,7 @@ import contextlib
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Coroutine, Iterable
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from datetime import timedelta
 from typing import Any
 
@@ -44,7 +44,7 @@ from sender_sim.sandbox_web import create_dashboard
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
 
-__all__ = ["sandbox_command", "stream_lines"]
+__all__ = ["PROMPT", "prompted", "sandbox_command", "stream_lines"]
 
 
 async def stream_lines(stream: Iterable[str]) -> AsyncIterator[str]:
@@ -68,6 +68,17 @@ async def stream_lines(stream: Iterable[str]) -> AsyncIterator[str]:
     threading.Thread(target=read, name="hookproof-sandbox-stdin", daemon=True).start()
     while (line := await queue.get()) is not None:
         yield line
+
+
+PROMPT = "sandbox> "
+
+
+async def prompted(lines: AsyncIterator[str], write: Callable[[str], None]) -> AsyncIterator[str]:
+    """``lines``, writing :data:`PROMPT` first and again after each line has been handled."""
+    write(PROMPT)
+    async for line in lines:
+        yield line
+        write(PROMPT)
 
 
 def _check_url(url: str) -> None:
@@ -288,7 +299,10 @@ async def _sandbox(
         runner = asyncio.create_task(engine.run())
         shell = SandboxShell(engine, click.echo)
         try:
-            await _until_done(interact(shell, stream_lines(sys.stdin)), serving)
+            lines = stream_lines(sys.stdin)
+            if sys.stdin.isatty():  # an interactive terminal gets a prompt; a pipe does not
+                lines = prompted(lines, lambda text: click.echo(text, nl=False))
+            await _until_done(interact(shell, lines), serving)
         finally:
             engine.stop()
             await runner

@@ -3,10 +3,11 @@ receiver on a real loopback port, the dashboard started and stopped, one-line op
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import socket
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -15,6 +16,7 @@ import pytest
 from conformance.cli import main
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
+from sender_sim.sandbox_cli import PROMPT, prompted, stream_lines
 from tests.sender_sim.test_cli_support import SECRET
 
 Capsys = pytest.CaptureFixture[str]
@@ -236,3 +238,24 @@ def test_a_dashboard_port_in_use_is_one_line(
         )
     assert code == 2
     assert err.strip().startswith("hookproof: error: cannot listen on 127.0.0.1:")
+
+
+def test_an_interactive_terminal_gets_a_prompt() -> None:
+    async def lines() -> AsyncIterator[str]:
+        for line in ("help", "quit"):
+            yield line
+
+    async def collect() -> list[str]:
+        written: list[str] = []
+        seen = [line async for line in prompted(lines(), written.append)]
+        assert seen == ["help", "quit"]
+        return written
+
+    assert asyncio.run(collect()) == [PROMPT, PROMPT, PROMPT]
+
+
+def test_stream_lines_reads_a_blocking_stream_to_its_end() -> None:
+    async def collect() -> list[str]:
+        return [line async for line in stream_lines(io.StringIO("a\nb\n"))]
+
+    assert asyncio.run(collect()) == ["a\n", "b\n"]
