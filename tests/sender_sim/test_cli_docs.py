@@ -19,14 +19,11 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _cli_section() -> str:
-    """The sender CLI's docs: the "## Command line" section of docs/sender-sim.md once it has
-    one, else docs/sender-sim-cli.md."""
-    main_page = DOCS / "sender-sim.md"
-    if main_page.exists():
-        text = main_page.read_text(encoding="utf-8")
-        if "## Command line" in text and "hookproof send" in text:
-            return text
-    return (DOCS / "sender-sim-cli.md").read_text(encoding="utf-8")
+    """The "## Command line" section of docs/sender-sim.md (up to the next level-2 heading)."""
+    text = (DOCS / "sender-sim.md").read_text(encoding="utf-8")
+    assert "## Command line\n" in text
+    section = text.split("## Command line\n", 1)[1]
+    return re.split(r"^## ", section, maxsplit=1, flags=re.MULTILINE)[0]
 
 
 def _command(*path: str) -> click.Command:
