@@ -86,6 +86,7 @@ class Cluster:
             self.schema,
             application_name=application_name,
             pool_max_size=self.pool_max_size,
+            pool_timeout=2,
         )
 
     def start(self, application_name: str, *extra: str) -> ServerProcess:

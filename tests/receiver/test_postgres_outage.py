@@ -26,7 +26,7 @@ from tests.receiver.postgres_replicas import (
 pytestmark = [pytest.mark.postgres, pytest.mark.subprocess]
 
 
-OUTAGE_S = 1.5
+OUTAGE_S = 1.0
 """How long the sessions are killed again and again (real time: the replicas are processes)."""
 
 
@@ -37,7 +37,7 @@ def test_terminated_sessions_under_load_give_503s_never_an_uncommitted_2xx_then_
         names = [application_name("outage-a"), application_name("outage-b")]
         replicas = [group.start(name) for name in names]
         urls = [group.url(process) for process in replicas]
-        events = [f"evt_o{n}" for n in range(300)]
+        events = [f"evt_o{n}" for n in range(200)]
         fresh = [f"evt_after{n}" for n in range(40)]
         terminated = 0
 
