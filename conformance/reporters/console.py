@@ -3,6 +3,7 @@ failure with its guarantee, the request as ``curl``, what came back and what was
 
 from __future__ import annotations
 
+import sys
 from typing import TextIO
 
 import click
@@ -27,8 +28,8 @@ class ConsoleReporter:
     def __init__(self, stream: TextIO | None = None, *, colour: bool | None = None) -> None:
         self.stream = stream
         self.colour = colour
-        target = stream if stream is not None else click.get_text_stream("stdout")
-        self.live = target.isatty()
+        target = stream if stream is not None else sys.stdout
+        self.live = bool(target.isatty())
 
     def _echo(self, text: str = "") -> None:
         click.echo(text, file=self.stream, color=self.colour)
