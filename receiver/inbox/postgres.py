@@ -342,7 +342,7 @@ class PostgresInbox(Inbox):
         return self._location.display
 
     async def claim(self, event_id: str) -> Claim:
-        now = self._clock()
+        now = self._now()
         params = {"event_id": event_id, "now": now, "expires": now + self.lease}
         async with self._connection() as conn:
             row = await self._fetchone(conn, self._claim_sql, params)
@@ -368,7 +368,7 @@ class PostgresInbox(Inbox):
         status: int,
         work: Sequence[TransactionalWork] = (),
     ) -> bool:
-        params = {"event_id": event_id, "token": token, "status": status, "now": self._clock()}
+        params = {"event_id": event_id, "token": token, "status": status, "now": self._now()}
         works = tuple(work)
         if not works:  # one statement is its own (durable) transaction: one round trip
             async with self._connection() as conn:
@@ -437,6 +437,12 @@ class PostgresInbox(Inbox):
             self._check_task.cancel()
             await asyncio.gather(self._check_task, return_exceptions=True)
         await self._pool.close()
+
+    def _now(self) -> datetime:
+        now = self._clock()
+        if now.tzinfo is None:
+            raise InboxError("the inbox clock must return timezone-aware datetimes")
+        return now
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:

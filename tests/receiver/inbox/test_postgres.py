@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import psycopg
@@ -296,3 +296,11 @@ async def test_claims_skip_the_wal_flush_but_the_commit_transaction_stays_durabl
     assert await inbox.commit("evt_d", claim.token, 200, [setting]) is True
     # The claim's set_config(…, true) was local to its own statement: the session is untouched.
     assert seen == ["on"]
+
+
+async def test_a_naive_clock_is_refused(postgres_dsn: str, schema: str) -> None:
+    location = inbox_location(postgres_dsn, schema)
+    naive = FakeClock(datetime(2026, 1, 1, 9, 0))  # no tzinfo
+    async with await PostgresInbox.connect(location, clock=naive) as inbox:
+        with pytest.raises(InboxError, match="timezone-aware"):
+            await inbox.claim("evt_naive")
