@@ -19,7 +19,9 @@ Required operations of every backend (:class:`Inbox`):
     claim commits. In the same transaction run every ``work`` callable with the backend's
     transaction handle (transactional mode), store ``status``, count one effect. Return ``False``
     (and change nothing, run no work) when the token is stale. Durable before it returns: a caller
-    may answer 2xx as soon as it does.
+    may answer 2xx as soon as it does. If a ``work`` raises, ``commit`` re-raises that exception
+    unchanged and keeps nothing of the commit (no work writes, no status, no effect): the record
+    stays in flight under the same token, so the caller may ``release`` it.
 ``release(event_id, token)``
     Compare-and-set on the token; the record becomes claimable again at once (the handler failed
     transiently). Returns whether it released.

@@ -399,3 +399,44 @@ async def test_the_event_loop_keeps_running_while_the_writer_is_busy(inbox: Sqli
     assert not claim.done()
     await gate.open()
     assert (await claim).outcome is ClaimOutcome.CLAIMED
+
+
+async def test_a_work_failing_on_its_own_constraint_fails_alone(
+    inbox: SqliteInbox, path: Path
+) -> None:
+    with sqlite3.connect(path) as conn:
+        conn.execute("CREATE UNIQUE INDEX effects_once ON effects (tag)")
+    conn.close()
+    first = await inbox.claim("evt_one")
+    second = await inbox.claim("evt_two")
+    assert await inbox.commit("evt_one", first.token, 200, [effect("same")])
+    with pytest.raises(sqlite3.IntegrityError):
+        await inbox.commit("evt_two", second.token, 200, [effect("other"), effect("same")])
+    assert _effects(path) == ["same"]
+    assert await inbox.commit("evt_two", second.token, 200)
+
+
+async def test_a_cancelled_caller_does_not_break_the_writer(inbox: SqliteInbox) -> None:
+    gate = Gate(inbox)
+    await gate.wait_started()
+    claim = asyncio.ensure_future(inbox.claim("evt_cancelled"))
+    await _until_queued(inbox, 1)
+    claim.cancel()
+    await gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await claim
+    record = await inbox.lookup("evt_cancelled")  # the job ran: the claim holds a lease
+    assert record is not None
+    assert record.state is RecordState.IN_FLIGHT
+    assert (await inbox.claim("evt_cancelled")).outcome is ClaimOutcome.IN_FLIGHT
+
+
+async def test_a_naive_clock_is_refused(path: Path) -> None:
+    from datetime import datetime
+
+    inbox = SqliteInbox(path, clock=lambda: datetime(2026, 1, 1))
+    try:
+        with pytest.raises(InboxError, match="timezone-aware"):
+            await inbox.claim("evt_naive")
+    finally:
+        await inbox.close()
