@@ -1,11 +1,12 @@
 """The wire harness (R and C): each step becomes the signed HTTP request a receiver would see.
 
 The same interpreter serves both harnesses; only the ``httpx.AsyncClient`` differs (an
-``ASGITransport`` for an app in process, real HTTP for a URL). Steps are looked up in
-:data:`ACTIONS` by name (registered with :func:`action`), expectations in
-:data:`conformance.checks.RECEIVER_CHECKS`. The sender's notion of time (lease expiry, six hours
-of backoff) has no wire effect: only the signature clock — real time plus the step's skew — does,
-so a scenario that spans hours runs in milliseconds.
+``ASGITransport`` for an app in process, real HTTP for a URL). Wire-level steps (``deliver`` and
+its mutations, fuzzed headers, identical concurrent copies, latency samples) are looked up in
+:data:`ACTIONS`; sender-level steps (``publish``, ``attempt``, ``redrive`` …) are performed by the
+sender simulator through a recording transport (:mod:`conformance.sender_driver`), so that six
+hours of backoff run on its virtual clock while the signatures carry real time. Expectations are
+judged by :data:`conformance.checks.RECEIVER_CHECKS` from the recorded exchanges and the probe.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import random
 import secrets as secrets_module
 import tempfile
 import time
+from base64 import b64encode
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,6 +32,7 @@ from conformance.payloads import PayloadFactory
 from conformance.probe import Probe
 from conformance.results import Failure, Outcome, ScenarioResult
 from conformance.wire import WireRequest, WireScheme, tamper
+from receiver.signing import Secret
 
 if TYPE_CHECKING:
     from conformance.sender_driver import SenderDriver
@@ -245,11 +248,7 @@ class WireRun:
         return self.sensitive | {s.value for s in self.options.scheme.secrets}
 
 
-def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Any:
-    from base64 import b64encode
-
-    from receiver.signing import Secret
-
+def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
     raw = bytes(rng.getrandbits(8) for _ in range(24))
     if scheme.name == "standard":
         return Secret("whsec_" + b64encode(raw).decode())
