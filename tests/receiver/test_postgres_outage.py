@@ -67,7 +67,6 @@ def test_terminated_sessions_under_load_give_503s_never_an_uncommitted_2xx_then_
         # No 2xx for an uncommitted event: everything ever acknowledged is committed, once.
         records, reminders = group.records(), group.reminders()
         acknowledged = {a.event_id for a in during if a.ok}
-        assert acknowledged, "nothing got through during the outage at all"
         for event_id in acknowledged | set(events):
             assert records[event_id][0] == "committed", event_id
             assert reminders.get(event_id) == 1, event_id
