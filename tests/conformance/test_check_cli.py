@@ -269,3 +269,34 @@ def test_demo_passes_every_scenario_against_the_reference_receiver(
     assert validate_report(document) == []
     assert document["summary"]["passed"] == len(C_IDS)
     assert all(s["observed_by"] in ("probe", None) for s in document["scenarios"])
+
+
+def test_without_a_probe_the_report_says_status_and_skips_what_needs_one(
+    reference: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    code = main(
+        [
+            "check",
+            f"{reference}/webhooks",
+            "--secret",
+            SECRET,
+            *FAST,
+            "--select",
+            "response",
+            "--select",
+            "idempotency.concurrent-duplicates",
+            "--json",
+            str(report),
+        ]
+    )
+    out = capsys.readouterr().out
+    assert code == 0, out
+    document = json.loads(report.read_text())
+    assert validate_report(document) == []
+    by_id = {s["id"]: s for s in document["scenarios"]}
+    assert by_id["response.ack-after-commit"]["outcome"] == "skipped"
+    assert by_id["idempotency.concurrent-duplicates"]["observed_by"] == "status"
+    assert document["summary"]["skipped"] == 1
+    assert "no probe (status codes only)" in out
+    assert "needs a probe" in out
