@@ -17,6 +17,7 @@ otherwise; never a 500.
 from __future__ import annotations
 
 import html
+import shlex
 from collections.abc import Sequence
 from urllib.parse import parse_qsl, quote, urlencode, urlsplit
 
@@ -286,14 +287,14 @@ class _Dashboard:
         if isinstance(form, Response):
             return form
         try:
-            fields = parse_fields(self._one(form, "fields").split())
+            fields = parse_fields(shlex.split(self._one(form, "fields")))
             delivery_id = self.engine.publish(
                 self._one(form, "event_type") or None,
                 fields,
                 business_key=self._one(form, "business_key") or None,
                 deadline=self._one(form, "deadline") or None,
             )
-        except SimulatorError as error:
+        except (SimulatorError, ValueError) as error:
             return _problem(request, 400, "bad-publish", "Cannot publish", str(error))
         await self.engine.kick()
         return RedirectResponse(f"/deliveries/{quote(delivery_id)}", status_code=303)

@@ -4,9 +4,10 @@ respx only scripts network errors."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import httpx
@@ -18,7 +19,7 @@ from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
 from sender_sim import SQLiteStore
 from sender_sim.cli_support import describe_row
-from tests.sender_sim.test_cli_support import OTHER_SECRET, SECRET, scripted
+from tests.sender_sim.test_cli_support import OTHER_SECRET, SECRET, ScriptedReceiver, scripted
 
 Capsys = pytest.CaptureFixture[str]
 
@@ -38,6 +39,29 @@ def reference(tmp_path: Path) -> Iterator[str]:
     )
     with running_server(create_app(settings)) as base:
         yield base + "/webhooks"
+
+
+Script = Callable[..., contextlib.AbstractContextManager[ScriptedReceiver]]
+
+
+@pytest.fixture(scope="module")
+def _shared_receiver() -> Iterator[ScriptedReceiver]:
+    with scripted(200) as running:
+        yield running
+
+
+@pytest.fixture
+def script(_shared_receiver: ScriptedReceiver) -> Script:
+    """``with script(503, 200) as receiver:`` — one loopback server per module, its answers
+    scripted and its log cleared for each use."""
+
+    @contextlib.contextmanager
+    def use(*statuses: int) -> Iterator[ScriptedReceiver]:
+        _shared_receiver.statuses = list(statuses) or [200]
+        _shared_receiver.received.clear()
+        yield _shared_receiver
+
+    return use
 
 
 def _run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
@@ -103,8 +127,8 @@ def test_send_json_is_machine_readable(reference: str, capsys: Capsys) -> None:
     assert "Story:" in str(document["explanation"])
 
 
-def test_always_500_dead_letters_in_well_under_a_second(capsys: Capsys) -> None:
-    with scripted(500) as receiver:
+def test_always_500_dead_letters_in_well_under_a_second(script: Script, capsys: Capsys) -> None:
+    with script(500) as receiver:
         started = time.monotonic()
         code, document = _send_json(
             capsys, receiver.url, "--policy", "schedule", "--deadline", "+48h"
@@ -122,23 +146,23 @@ def test_always_500_dead_letters_in_well_under_a_second(capsys: Capsys) -> None:
     assert all(r.verified for r in receiver.received)
 
 
-def test_503_then_200_retries_then_delivers(capsys: Capsys) -> None:
-    with scripted(503, 200) as receiver:
+def test_503_then_200_retries_then_delivers(script: Script, capsys: Capsys) -> None:
+    with script(503, 200) as receiver:
         code, out, _ = _run(capsys, "send", receiver.url, "--secret", SECRET)
     assert code == 0
     assert "answered HTTP 503, classified server_error; retry scheduled" in out
     assert "Result: delivered after 2 attempt(s)" in out
 
 
-def test_410_dead_letters_as_permanent(capsys: Capsys) -> None:
-    with scripted(410) as receiver:
+def test_410_dead_letters_as_permanent(script: Script, capsys: Capsys) -> None:
+    with script(410) as receiver:
         code, out, _ = _run(capsys, "send", receiver.url, "--secret", SECRET)
     assert code == 1
     assert "Result: dead letter (permanent_response) after 1 attempt(s)" in out
 
 
-def test_a_deadline_too_close_dead_letters_before_any_send(capsys: Capsys) -> None:
-    with scripted(200) as receiver:
+def test_a_deadline_too_close_dead_letters_before_any_send(script: Script, capsys: Capsys) -> None:
+    with script(200) as receiver:
         code, document = _send_json(capsys, receiver.url, "--deadline", "+10s")
     assert code == 1
     assert document["reason"] == "deadline_exhausted"
@@ -146,10 +170,10 @@ def test_a_deadline_too_close_dead_letters_before_any_send(capsys: Capsys) -> No
 
 
 def test_secret_from_the_environment_and_rotation(
-    capsys: Capsys, monkeypatch: pytest.MonkeyPatch
+    script: Script, capsys: Capsys, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HOOKPROOF_SECRET", f"{OTHER_SECRET} {SECRET}")
-    with scripted(200) as receiver:
+    with script(200) as receiver:
         code, _out, err = _run(capsys, "send", receiver.url)
     assert code == 0, err
     signature = receiver.received[0].headers["webhook-signature"]
@@ -157,8 +181,8 @@ def test_secret_from_the_environment_and_rotation(
     assert receiver.received[0].verified
 
 
-def test_real_time_stamps_the_wire_with_now(capsys: Capsys) -> None:
-    with scripted(200) as receiver:
+def test_real_time_stamps_the_wire_with_now(script: Script, capsys: Capsys) -> None:
+    with script(200) as receiver:
         code, document = _send_json(capsys, receiver.url, "--real-time")
     assert code == 0
     assert document["clock"] == "real"
@@ -176,13 +200,15 @@ def test_other_schemes(scheme: str, capsys: Capsys) -> None:
     assert ("x-hub-signature-256" in headers) == (scheme == "github")
 
 
-def test_event_file_as_data_and_as_a_whole_body(tmp_path: Path, capsys: Capsys) -> None:
+def test_event_file_as_data_and_as_a_whole_body(
+    script: Script, tmp_path: Path, capsys: Capsys
+) -> None:
     data_file = tmp_path / "data.json"
     data_file.write_text('{"renewal_id": "ren_7"}')
     body_file = tmp_path / "body.json"
     raw = b'{ "type" : "invoice.paid",\n  "data": {"amount": 1.50, "note": "caf\\u00e9"} }\n'
     body_file.write_bytes(raw)
-    with scripted(200) as receiver:
+    with script(200) as receiver:
         assert _send_json(capsys, receiver.url, "--event", str(data_file))[0] == 0
         code, document = _send_json(capsys, receiver.url, "--event", str(body_file))
     first = json.loads(receiver.received[0].body)
@@ -271,8 +297,8 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert "!!!" not in err
 
 
-def test_explain_of_an_unknown_id_is_one_line_and_exit_2(capsys: Capsys) -> None:
-    with scripted(200) as receiver:
+def test_explain_of_an_unknown_id_is_one_line_and_exit_2(script: Script, capsys: Capsys) -> None:
+    with script(200) as receiver:
         assert _send_json(capsys, receiver.url)[0] == 0
     code, out, err = _run(capsys, "explain", "del_unknown")
     assert code == 2
@@ -290,8 +316,8 @@ def _dead_letters(capsys: Capsys, url: str) -> tuple[str, str]:
     return str(gone["delivery_id"]), str(late["delivery_id"])
 
 
-def test_dlq_list_table_json_and_filters(capsys: Capsys) -> None:
-    with scripted(410) as receiver:
+def test_dlq_list_table_json_and_filters(script: Script, capsys: Capsys) -> None:
+    with script(410) as receiver:
         gone, late = _dead_letters(capsys, receiver.url)
     code, out, _ = _run(capsys, "dlq", "list")
     assert code == 0
@@ -323,8 +349,10 @@ def test_dlq_list_table_json_and_filters(capsys: Capsys) -> None:
     assert out.strip() == "No dead letters match."
 
 
-def test_redrive_runs_the_delivery_and_a_second_run_is_refused(capsys: Capsys) -> None:
-    with scripted(410, 200) as receiver:
+def test_redrive_runs_the_delivery_and_a_second_run_is_refused(
+    script: Script, capsys: Capsys
+) -> None:
+    with script(410, 200) as receiver:
         gone, _ = _dead_letters(capsys, receiver.url)
         argv = [
             "dlq",
@@ -356,8 +384,8 @@ def test_redrive_runs_the_delivery_and_a_second_run_is_refused(capsys: Capsys) -
     assert len(receiver.received) == 2
 
 
-def test_redrive_queue_only_then_double_run_refused(capsys: Capsys) -> None:
-    with scripted(410) as receiver:
+def test_redrive_queue_only_then_double_run_refused(script: Script, capsys: Capsys) -> None:
+    with script(410) as receiver:
         _, late = _dead_letters(capsys, receiver.url)
     argv = [
         "dlq",
@@ -387,8 +415,8 @@ def test_redrive_queue_only_then_double_run_refused(capsys: Capsys) -> None:
     assert second["problems"][0]["delivery_id"] == late
 
 
-def test_redrive_refusals(capsys: Capsys) -> None:
-    with scripted(410) as receiver:
+def test_redrive_refusals(script: Script, capsys: Capsys) -> None:
+    with script(410) as receiver:
         gone, _ = _dead_letters(capsys, receiver.url)
     code, out, _ = _run(
         capsys,
@@ -416,8 +444,8 @@ def test_redrive_refusals(capsys: Capsys) -> None:
 # -- explain -----------------------------------------------------------------------------------
 
 
-def test_explain_tells_every_transition(capsys: Capsys) -> None:
-    with scripted(503, 410, 200) as receiver:
+def test_explain_tells_every_transition(script: Script, capsys: Capsys) -> None:
+    with script(503, 410, 200) as receiver:
         code, document = _send_json(
             capsys,
             receiver.url,

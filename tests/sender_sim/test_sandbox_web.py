@@ -90,7 +90,7 @@ async def test_publish_form_delivers_and_the_delivery_page_tells_it(
         "/publish",
         {
             "event_type": "invoice.paid",
-            "fields": "amount=5 note=hi",
+            "fields": "amount=5 note='hi there'",
             "business_key": "",
             "deadline": "+2h",
         },
@@ -101,6 +101,7 @@ async def test_publish_form_delivers_and_the_delivery_page_tells_it(
     delivery_id = location.rsplit("/", 1)[1]
     assert board.engine.sim.delivery(delivery_id).state is State.DELIVERED
     assert len(receiver.received) == 1
+    assert b'"note":"hi there"' in receiver.received[0].body
     text = await board.page(location)
     assert "<span class='delivered'>delivered</span>" in text
     assert "<h2>Attempts</h2>" in text
@@ -220,6 +221,8 @@ async def test_foreign_hosts_origins_and_bodies_are_refused(board: Board) -> Non
     assert as_json.status_code == 415
     not_utf8 = await board.web.post("/publish", content=b"fields=%FF\xff", headers=FORM)
     assert not_utf8.status_code == 400
+    unbalanced = await board.post("/publish", {"fields": "note='unclosed"})
+    assert unbalanced.status_code == 400
     bad_deadline = await board.post("/publish", {"deadline": "whenever"})
     assert bad_deadline.status_code == 400
     assert bad_deadline.json()["type"].endswith("/sandbox-bad-publish")
