@@ -101,7 +101,8 @@ class SandboxEngine:
         self._subscribers: list[Subscriber] = []
         self._seen: dict[str, int] = {}
         self._order: dict[str, int] = {}
-        self._published = 0
+        # {n} in templates continues from earlier sessions on this endpoint: keys stay distinct
+        self._published = len(sim.deliveries(DeliveryFilter(endpoint_id=endpoint_id)))
         self._faults: dict[str, tuple[str, Fault]] = {}
         self._lock = asyncio.Lock()
         self._wake = asyncio.Event()

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import shlex
 from collections.abc import AsyncIterator, Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sender_sim import (
     RealClock,
@@ -28,6 +31,33 @@ from sender_sim.sandbox_templates import load_templates
 from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver, scripted
 
 T0 = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
+_WORDS = [
+    "publish",
+    "list",
+    "dlq",
+    "explain",
+    "redrive",
+    "faults",
+    "fault",
+    "on",
+    "off",
+    "help",
+    "templates",
+    "quit",
+    "del_",
+    "--actor",
+    "--reason",
+    "--deadline",
+    "+1h",
+    "x=1",
+    "'",
+    '"',
+    "crash_after_send",
+    "permanent_response",
+    "business_key=k",
+    "deadline=soon",
+    "data.a=[",
+]
 
 pytestmark = pytest.mark.anyio
 
@@ -422,3 +452,37 @@ async def test_deliveries_are_listed_newest_first(harness: Harness) -> None:
     published = [harness.engine.publish() for _ in range(4)]  # same virtual instant
     assert [d.delivery_id for d in harness.engine.deliveries()] == published[::-1]
     assert len(harness.engine.deliveries(limit=2)) == 2
+
+
+async def test_template_numbers_continue_across_sessions(harness: Harness) -> None:
+    harness.engine.publish()
+    later = SandboxEngine(harness.sim, endpoint_id="app")
+    delivery_id = later.publish()
+    assert harness.sim.delivery(delivery_id).business_key == "ren_2"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(max_size=80) | st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join))
+def test_the_shell_survives_any_line(line: str) -> None:
+    """Whatever is typed, the shell answers (or quits) and never raises."""
+
+    async def once() -> bool:
+        receiver = ScriptedReceiver([200, 410])
+        transport = httpx.ASGITransport(app=receiver.app())
+        async with httpx.AsyncClient(transport=transport) as client:
+            sim = Simulator(SQLiteStore(":memory:"), clock=VirtualClock(T0), client=client)
+            sim.add_endpoint("app", "http://127.0.0.1/webhooks", [SECRET])
+            engine = SandboxEngine(sim, endpoint_id="app")
+            engine.publish()
+            await engine.pump()
+            out: list[str] = []
+            result = await SandboxShell(engine, out.append).execute(line)
+            sim.store.close()
+            return result
+
+    keep_going = asyncio.run(once())
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        words = []
+    assert keep_going is (not words or words[0].lower() not in ("quit", "exit"))
