@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sender_sim import (
@@ -461,7 +461,6 @@ async def test_template_numbers_continue_across_sessions(harness: Harness) -> No
     assert harness.sim.delivery(delivery_id).business_key == "ren_2"
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.text(max_size=80) | st.lists(st.sampled_from(_WORDS), max_size=6).map(" ".join))
 def test_the_shell_survives_any_line(line: str) -> None:
     """Whatever is typed, the shell answers (or quits) and never raises."""
