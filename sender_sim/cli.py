@@ -379,9 +379,12 @@ async def _send(
 # -- dlq ------------------------------------------------------------------------------------------
 
 
-@click.group("dlq")
-def dlq_group() -> None:
+@click.group("dlq", invoke_without_command=True)
+@click.pass_context
+def dlq_group(ctx: click.Context) -> None:
     """Browse and redrive the dead-letter queue."""
+    if ctx.invoked_subcommand is None:  # bare `hookproof dlq`: its help, exit status 0
+        click.echo(ctx.get_help())
 
 
 def _table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[str]:

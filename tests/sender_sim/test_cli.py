@@ -508,3 +508,11 @@ def test_explain_tells_every_transition(script: Script, capsys: Capsys) -> None:
     document = json.loads(out)
     assert [row["cause"] for row in document["ledger"]] == causes
     assert document["state"] == "delivered"
+
+
+def test_bare_dlq_shows_its_help(capsys: Capsys) -> None:
+    code, out, err = _run(capsys, "dlq")
+    assert code == 0
+    assert err == ""
+    assert "list" in out
+    assert "redrive" in out
