@@ -9,6 +9,7 @@ thread, via :func:`receiver.server.running_server`). It answers with a scripted 
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import contextlib
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import httpx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -27,13 +29,14 @@ from starlette.routing import Route
 from receiver.exceptions import ReceiverError
 from receiver.server import running_server
 from receiver.signing import Secret, Verifier, scheme_named
-from sender_sim import VirtualClock
+from sender_sim import FaultPlan, Simulator, SQLiteStore, VirtualClock
 from sender_sim.cli_support import (
     describe_row,
     open_store,
     parse_deadline,
     parse_duration,
     parse_fields,
+    run_deliveries,
     session_clock,
     split_secrets,
     store_time,
@@ -233,3 +236,48 @@ def test_rows_are_described_in_explain_words() -> None:
     assert transition_text(fault) == "note"
     unknown = LedgerRow("del_1", NOW, None, None, "x", "mystery", details={"k": 1})
     assert describe_row(unknown) == 'mystery: {"k": 1}'
+
+
+# -- the scoped runner -------------------------------------------------------------------------
+
+
+async def _run_reporting(receiver: ScriptedReceiver, faults: list[str]) -> list[tuple[str, int]]:
+    """Run one delivery; for each reported row, its cause and how many requests had arrived."""
+    async with httpx.AsyncClient() as client:
+        sim = Simulator(
+            SQLiteStore(":memory:"),
+            clock=VirtualClock(NOW),
+            client=client,
+            faults=FaultPlan.parse(faults),
+        )
+        sim.add_endpoint("e", receiver.url, [SECRET])
+        other = sim.publish(endpoint_id="e", deadline_at=NOW + timedelta(hours=1))
+        mine = sim.publish(endpoint_id="e", deadline_at=NOW + timedelta(hours=1))
+        seen: list[tuple[str, int]] = []
+        await run_deliveries(
+            sim, [mine], on_row=lambda row: seen.append((row.cause, len(receiver.received)))
+        )
+        assert sim.delivery(mine).state is State.DELIVERED
+        assert sim.delivery(other).state is State.SCHEDULED  # never touched: not in scope
+        sim.store.close()
+        return seen
+
+
+def test_rows_are_reported_as_they_happen_and_only_for_the_chosen_delivery() -> None:
+    with scripted(503, 503, 200) as receiver:
+        seen = asyncio.run(_run_reporting(receiver, []))
+    assert seen == [
+        ("published", 0),
+        ("leased", 0),
+        ("retry_scheduled", 1),  # reported before the second request went out
+        ("leased", 1),
+        ("retry_scheduled", 2),
+        ("leased", 2),
+        ("delivered", 3),
+    ]
+
+
+def test_a_worker_whose_clock_runs_late_still_finishes() -> None:
+    with scripted(503, 200) as receiver:
+        seen = asyncio.run(_run_reporting(receiver, ["worker_clock_skew:skew=-45"]))
+    assert seen[-1] == ("delivered", 2)
