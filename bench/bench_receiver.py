@@ -188,6 +188,15 @@ def run_wrk(
     }
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a process (Linux ``/proc``; NaN elsewhere)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return float("nan")
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
     return sorted(runs, key=lambda run: run["rps"])[len(runs) // 2]
 
@@ -223,9 +232,10 @@ def main() -> int:
                 db = str(work / f"{kind}-{round_number}-inbox.sqlite")  # fresh: events distinct
                 process, base = start_server(kind, db)
                 try:
-                    runs[kind].append(
-                        run_wrk(base, script, requests_file, args.duration, args.connections)
-                    )
+                    cpu_before = _cpu_seconds(process.pid)
+                    run = run_wrk(base, script, requests_file, args.duration, args.connections)
+                    run["cpu_us"] = (_cpu_seconds(process.pid) - cpu_before) / run["requests"] * 1e6
+                    runs[kind].append(run)
                 finally:
                     process.terminate()
                     try:
@@ -242,11 +252,14 @@ def main() -> int:
         each = ", ".join(f"{run['rps']:.0f}" for run in runs[kind])
         print(
             f"{kind:8s} {result['rps']:8.0f} req/s   p99 {result['p99_ms']:7.1f} ms   "
+            f"server CPU {result['cpu_us']:5.0f} us/request   "
             f"{int(result['requests'])} requests, {int(result['non_2xx'])} non-2xx   "
-            f"(rounds: {each})"
+            f"(rounds: {each} req/s)"
         )
     ratio = results["durable"]["rps"] / results["bare"]["rps"]
+    cpu_ratio = results["bare"]["cpu_us"] / results["durable"]["cpu_us"]
     print(f"ratio durable/bare: {ratio:.1%}  (target >= 50%)")
+    print(f"CPU-cost ratio bare/durable: {cpu_ratio:.1%}  (the same, measured as CPU per request)")
     if any(run["non_2xx"] for run in runs["durable"]):
         print("FAIL: the durable receiver answered non-2xx to distinct valid events")
         return 1
