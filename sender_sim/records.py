@@ -81,7 +81,11 @@ def from_us(value: int) -> datetime:
 
 def rfc3339(value: datetime) -> str:
     """``2026-08-13T10:00:00.000000Z``: UTC, always six fractional digits."""
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    v = value if value.tzinfo is UTC else value.astimezone(UTC)
+    return (
+        f"{v.year:04d}-{v.month:02d}-{v.day:02d}T{v.hour:02d}:{v.minute:02d}:{v.second:02d}"
+        f".{v.microsecond:06d}Z"
+    )
 
 
 def format_duration(delta: timedelta) -> str:

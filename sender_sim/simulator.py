@@ -376,25 +376,28 @@ class Simulator:
         """
         total = RunReport()
         targets = tuple(delivery_ids)
+        chosen = worker if worker is not None else self.default_worker
         for _ in range(max_passes):
-            report = await self.run_due(worker=worker, limit=limit)
+            report = await self.run_due(worker=chosen, limit=limit)
             total.add(report)
             if targets and all(self._settled(i) for i in targets):
                 break
-            if report.claimed:
+            if report.claimed or report.changed:
                 continue
             due = await asyncio.to_thread(self.store.next_due)
-            if due is None or (until is not None and due > until):
-                if until is not None and isinstance(self.clock, VirtualClock):
-                    self.clock.set(max(until, self.clock.now()))
-                break
+            # the worker decides with its own clock: move simulation time until IT sees `due`
+            ahead = None if due is None else due - chosen.now()
             now = self.clock.now()
-            if due <= now:
-                continue
+            if ahead is None or (until is not None and now + ahead > until):
+                if until is not None and isinstance(self.clock, VirtualClock):
+                    self.clock.set(max(until, now))
+                break
+            if ahead <= timedelta(0):  # due for the worker yet nothing changed: no progress
+                break
             if isinstance(self.clock, VirtualClock):
-                self.clock.set(_on_grid(due, poll_interval))
+                self.clock.set(_on_grid(now + ahead, poll_interval))
             else:
-                wait = min(due - now, timedelta(seconds=1)).total_seconds()
+                wait = min(ahead, timedelta(seconds=1)).total_seconds()
                 await asyncio.sleep(wait)  # real-time: the real clock must reach the due time
         return total
 

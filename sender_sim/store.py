@@ -209,7 +209,7 @@ def _ledger_params(row: LedgerRow) -> tuple[Any, ...]:
         row.actor,
         row.cause,
         row.reason.value if row.reason else None,
-        json.dumps(dict(row.details), sort_keys=True, default=str),
+        json.dumps(dict(row.details), default=str, separators=(",", ":")),
     )
 
 
@@ -314,6 +314,7 @@ class SQLiteStore:
             self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
             self._conn.execute("PRAGMA busy_timeout=10000")
             self._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB of page cache
+            self._conn.execute("PRAGMA wal_autocheckpoint=16384")  # checkpoint every 64 MiB
             self._migrate()
         except sqlite3.Error as error:
             raise StoreError(f"cannot open the simulator store at {self.path}: {error}") from None

@@ -72,6 +72,8 @@ class RunReport:
     """Counts from one or more worker passes."""
 
     claimed: int = 0
+    changed: int = 0
+    """Claim-time changes: leases taken plus deliveries dead-lettered instead of leased."""
     sent: int = 0
     delivered: int = 0
     retried: int = 0
@@ -85,6 +87,7 @@ class RunReport:
     def add(self, other: RunReport) -> RunReport:
         for name in (
             "claimed",
+            "changed",
             "sent",
             "delivered",
             "retried",
@@ -118,6 +121,8 @@ class Worker:
         self.name = name
         self.clock_skew = clock_skew
         self.rescuer = rescuer
+        self.last_claim_changes = 0
+        """How many deliveries the last :meth:`claim` changed (leased or dead-lettered)."""
 
     def __repr__(self) -> str:
         return f"Worker({self.name!r}, skew={self.clock_skew})"
@@ -183,6 +188,7 @@ class Worker:
         if notes:
             store.note(notes)
         results = store.apply(changes)
+        self.last_claim_changes = sum(results)
         leases: list[Lease] = []
         for change, owner, ok in zip(changes, owners, results, strict=True):
             if ok and change.after.state is State.LEASED:
@@ -392,7 +398,7 @@ class Worker:
     async def run_once(self, limit: int = 100, *, concurrency: int = 64) -> RunReport:
         """Claim, send and complete one batch of due deliveries."""
         leases = await asyncio.to_thread(self.claim, limit)
-        report = RunReport(passes=1, claimed=len(leases))
+        report = RunReport(passes=1, claimed=len(leases), changed=self.last_claim_changes)
         if not leases:
             return report
         gate = asyncio.Semaphore(concurrency)

@@ -99,3 +99,14 @@ def test_a_slow_worker_cannot_start_past_the_rule_in_true_time(
     assert bool(leases) is claims
     if not claims:
         assert sim.delivery(did).reason is DeadLetterReason.DEADLINE_EXHAUSTED
+
+
+def test_a_skewed_default_worker_still_runs_to_completion(make_sim: MakeSim) -> None:
+    sim = make_sim(always(503), policy=POLICY, worker_skew=timedelta(seconds=-2))
+    did = sim.publish(endpoint_id="partner", deadline_at=T0 + timedelta(minutes=10))
+    asyncio.run(sim.run_until_settled(delivery_ids=[did]))
+    delivery = sim.delivery(did)
+    assert delivery.state is State.DEAD_LETTER
+    # every attempt started in true time with its budget before the deadline
+    for attempt in sim.attempts(did):
+        assert attempt.started_at + POLICY.expected_attempt_time < delivery.deadline_at
