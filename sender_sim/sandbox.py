@@ -356,12 +356,15 @@ class SandboxEngine:
         self._wake.set()
 
     async def pump_reporting_errors(self) -> datetime | None:
-        """:meth:`pump`, with a simulator error reported as an ``error`` event instead."""
+        """:meth:`pump`, with any error reported as an ``error`` event instead of raised (the
+        live loop must outlive one bad delivery)."""
         try:
             return await self.pump()
         except SimulatorError as error:
             self._tell(SandboxEvent("error", f"error: {error}"))
-            return None
+        except Exception as error:  # keep the live loop alive; say what broke
+            self._tell(SandboxEvent("error", f"error: unexpected {type(error).__name__}: {error}"))
+        return None
 
     def stop(self) -> None:
         """Ask :meth:`run` to return."""

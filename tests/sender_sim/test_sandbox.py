@@ -485,3 +485,14 @@ def test_the_shell_survives_any_line(line: str) -> None:
     except ValueError:
         words = []
     assert keep_going is (not words or words[0].lower() not in ("quit", "exit"))
+
+
+async def test_unexpected_errors_keep_the_loop_alive(
+    harness: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken() -> None:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(harness.engine, "pump", broken)
+    assert await harness.engine.pump_reporting_errors() is None
+    assert harness.texts("error") == ["error: unexpected RuntimeError: boom"]
