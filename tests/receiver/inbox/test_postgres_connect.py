@@ -291,3 +291,75 @@ async def test_a_role_without_create_on_the_database_uses_a_schema_made_for_it(
         )
         await admin.execute(sql.SQL("DROP ROLE IF EXISTS {}").format(sql.Identifier(role)))
         await admin.close()
+
+
+class _Proxy:
+    """A loopback TCP relay to PostgreSQL that can be cut (connections reset, port refused)."""
+
+    def __init__(self, target_host: str, target_port: int) -> None:
+        self.target = (target_host, target_port)
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    async def up(self) -> None:
+        self._server = await asyncio.start_server(self._relay, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def down(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+        await self._server.wait_closed()
+
+    async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self.target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._writers.update((writer, up_writer))
+
+        async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> None:
+            try:
+                while data := await source.read(65536):
+                    sink.write(data)
+                    await sink.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                sink.transport.abort()
+
+        await asyncio.gather(pipe(reader, up_writer), pipe(up_reader, writer))
+
+
+async def test_a_database_that_goes_away_is_unavailable_then_recovers_by_itself(
+    postgres_dsn: str, schema: str
+) -> None:
+    parts = urlsplit(postgres_dsn)
+    proxy = _Proxy(parts.hostname or "127.0.0.1", parts.port or 5432)
+    await proxy.up()
+    via_proxy = urlunsplit(parts._replace(netloc=f"{parts.username}@127.0.0.1:{proxy.port}"))
+    location = inbox_location(via_proxy, schema, pool_timeout=0.5)
+    inbox = await PostgresInbox.connect(location, lease=LEASE, clock=FakeClock())
+    try:
+        first = await inbox.claim("evt_kept")
+        assert await inbox.commit("evt_kept", first.token, 201) is True
+        await proxy.down()  # every connection reset, the port refuses new ones
+        loop = asyncio.get_running_loop()
+        for n in range(3):
+            started = loop.time()
+            with pytest.raises(InboxUnavailable):
+                await inbox.claim(f"evt_down{n}")
+            assert loop.time() - started < 3  # an answer, not a hang
+        await proxy.up()
+        started = loop.time()
+        assert await _eventually(lambda: inbox.claim("evt_back")) == ClaimOutcome.CLAIMED
+        assert loop.time() - started < 6  # about pool_reconnect_timeout, plus the pool wait
+        replay = await inbox.claim("evt_kept")
+        assert (replay.outcome, replay.status) == (ClaimOutcome.COMMITTED, 201)
+    finally:
+        await inbox.close()
+        await proxy.down()
