@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from sender_sim.exceptions import ConfigurationError
+
 __all__ = [
     "EPOCH",
     "Attempt",
@@ -31,6 +33,7 @@ __all__ = [
     "State",
     "format_duration",
     "from_us",
+    "reason_named",
     "rfc3339",
     "to_us",
 ]
@@ -55,6 +58,17 @@ class DeadLetterReason(enum.StrEnum):
     PERMANENT_RESPONSE = "permanent_response"
     AUTHENTICATION_POLICY = "authentication_policy"
     INVALID_ENVELOPE = "invalid_envelope"
+
+
+def reason_named(name: str | DeadLetterReason) -> DeadLetterReason:
+    """The dead-letter reason called ``name``, or :class:`ConfigurationError` naming the choices."""
+    try:
+        return DeadLetterReason(name)
+    except ValueError:
+        choices = ", ".join(r.value for r in DeadLetterReason)
+        raise ConfigurationError(
+            f"unknown dead-letter reason {name!r}; choose one of {choices}"
+        ) from None
 
 
 class OutcomeKind(enum.StrEnum):

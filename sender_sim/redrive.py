@@ -25,7 +25,14 @@ from typing import Any
 
 from sender_sim.envelope import envelope_problem, payload_digest
 from sender_sim.exceptions import RedriveIncomplete, RedriveProblem
-from sender_sim.records import DeadLetterReason, Delivery, Endpoint, Event, State
+from sender_sim.records import (
+    DeadLetterReason,
+    Delivery,
+    Endpoint,
+    Event,
+    State,
+    reason_named,
+)
 from sender_sim.store import DeliveryFilter
 
 __all__ = ["MAX_BATCH", "RedriveResult", "RedriveScope", "check_request", "item_problems"]
@@ -43,8 +50,8 @@ class RedriveScope:
     delivery_ids: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if isinstance(self.reason, str) and not isinstance(self.reason, DeadLetterReason):
-            object.__setattr__(self, "reason", DeadLetterReason(self.reason))
+        if self.reason is not None and not isinstance(self.reason, DeadLetterReason):
+            object.__setattr__(self, "reason", reason_named(self.reason))
         object.__setattr__(self, "delivery_ids", tuple(self.delivery_ids))
 
     @property

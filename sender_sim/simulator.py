@@ -53,6 +53,7 @@ from sender_sim.records import (
     RedriveDecision,
     State,
     format_duration,
+    reason_named,
     to_us,
 )
 from sender_sim.redrive import (
@@ -212,7 +213,10 @@ class Simulator:
         fingerprint."""
         if not endpoint_id or not isinstance(endpoint_id, str):
             raise ConfigurationError("an endpoint needs a non-empty id")
-        parsed = httpx.URL(url) if isinstance(url, str) else None
+        try:
+            parsed = httpx.URL(url) if isinstance(url, str) else None
+        except httpx.InvalidURL:
+            parsed = None
         if parsed is None or parsed.scheme not in {"http", "https"} or not parsed.host:
             raise ConfigurationError(f"endpoint URL must be http(s)://host/..., got {url!r}")
         try:
@@ -448,7 +452,7 @@ class Simulator:
         return self.store.select(
             DeliveryFilter(
                 state=State.DEAD_LETTER,
-                reason=DeadLetterReason(reason) if reason is not None else None,
+                reason=reason_named(reason) if reason is not None else None,
                 business_key=business_key,
                 endpoint_id=endpoint_id,
                 delivery_ids=tuple(delivery_ids),

@@ -165,3 +165,15 @@ def test_bad_publications_are_clear_errors(make_sim: MakeSim) -> None:
     with pytest.raises(ConfigurationError):
         sim.add_endpoint("bad", URL, [])
     assert "***" in repr(sim.endpoint_config("partner").secrets[0])
+
+
+def test_unknown_reasons_and_urls_are_configuration_errors(make_sim: MakeSim) -> None:
+    from sender_sim import RedriveScope
+
+    sim = make_sim()
+    with pytest.raises(ConfigurationError, match="choose one of deadline_exhausted"):
+        sim.dlq(reason="bored")
+    with pytest.raises(ConfigurationError, match="unknown dead-letter reason"):
+        RedriveScope(reason="bored")  # type: ignore[arg-type]
+    with pytest.raises(ConfigurationError, match="http"):
+        sim.add_endpoint("bad", "http://[::1", [SECRET])
