@@ -64,25 +64,12 @@ _BUSY_TIMEOUT_MS: Final = 5000
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STOP: Final = object()
-_CLAIMABLE = "(state = 'released' OR (state = 'in_flight' AND lease_expires_us <= :now))"
-# One statement per claim (the writer's hot path): every SET expression reads the OLD row, and
-# ``last_claim`` reports which branch was taken, since RETURNING sees only the new row.
-_CLAIM = f"""
-INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, lease_expires_us,
-                             created_us, last_claim)
-VALUES (:event_id, 'in_flight', 1, 1, 0, :expires, :now, 'claimed')
-ON CONFLICT (event_id) DO UPDATE SET
-    deliveries = deliveries + 1,
-    last_claim = CASE
-        WHEN state = 'committed' THEN 'committed'
-        WHEN state = 'in_flight' AND lease_expires_us > :now THEN 'in_flight'
-        WHEN state = 'in_flight' THEN 'taken_over'
-        ELSE 'claimed' END,
-    token = CASE WHEN {_CLAIMABLE} THEN token + 1 ELSE token END,
-    lease_expires_us = CASE WHEN {_CLAIMABLE} THEN :expires ELSE lease_expires_us END,
-    state = CASE WHEN state = 'released' THEN 'in_flight' ELSE state END
-RETURNING last_claim, token, status, lease_expires_us
-"""
+# The writer's hot path is a claim of a NEW event: one cheap statement (an UPSERT … RETURNING that
+# handled every case measured twice as slow). Duplicates take a SELECT and an UPDATE.
+_INSERT_NEW = (
+    "INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, lease_expires_us, "
+    "created_us) VALUES (?, 'in_flight', 1, 1, 0, ?, ?) ON CONFLICT (event_id) DO NOTHING"
+)
 _SELECT = (
     "SELECT event_id, state, token, deliveries, effects, status, lease_expires_us, "
     "created_us, committed_us FROM hookproof_inbox WHERE event_id = ?"
@@ -244,16 +231,29 @@ class SqliteInbox(Inbox):
         lease = self.lease // _MICROSECOND
 
         def run(conn: sqlite3.Connection) -> Claim:
-            outcome, token, status, expires = conn.execute(
-                _CLAIM, {"event_id": event_id, "now": now, "expires": now + lease}
+            if conn.execute(_INSERT_NEW, (event_id, now + lease, now)).rowcount == 1:
+                return Claim(ClaimOutcome.CLAIMED, event_id, token=1)
+            state, token, status, expires = conn.execute(
+                "SELECT state, token, status, lease_expires_us FROM hookproof_inbox "
+                "WHERE event_id = ?",
+                (event_id,),
             ).fetchone()
-            if outcome == "committed":
-                return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
-            if outcome == "in_flight":
+            if state == "committed" or (state == "in_flight" and expires > now):
+                conn.execute(
+                    "UPDATE hookproof_inbox SET deliveries = deliveries + 1 WHERE event_id = ?",
+                    (event_id,),
+                )
+                if state == "committed":
+                    return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
                 retry_after = retry_after_seconds(_at(expires), _at(now))
                 return Claim(ClaimOutcome.IN_FLIGHT, event_id, retry_after=retry_after)
-            taken_over = outcome == "taken_over"
-            return Claim(ClaimOutcome.CLAIMED, event_id, token=token, taken_over=taken_over)
+            conn.execute(
+                "UPDATE hookproof_inbox SET deliveries = deliveries + 1, state = 'in_flight', "
+                "token = token + 1, lease_expires_us = ? WHERE event_id = ?",
+                (now + lease, event_id),
+            )
+            taken_over = state == "in_flight"
+            return Claim(ClaimOutcome.CLAIMED, event_id, token=token + 1, taken_over=taken_over)
 
         return await self._submit(run)
 

@@ -44,11 +44,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ON hookproof_inbox (committed_us) WHERE committed_us IS NOT NULL
         """,
     ),
-    (
-        "0003_inbox_last_claim",
-        # What the latest claim answered, so that one UPSERT … RETURNING does a whole claim.
-        "ALTER TABLE hookproof_inbox ADD COLUMN last_claim TEXT",
-    ),
 )
 """``(name, sql)`` in order; append new steps, never edit shipped ones."""
 
