@@ -188,6 +188,21 @@ def run_wrk(
     }
 
 
+def _preflight(base: str, requests_file: Path) -> None:
+    """Send the first pre-signed request once; stop with the server's answer if it is not 2xx."""
+    with requests_file.open() as lines:
+        event_id, timestamp, signature, body = lines.readline().rstrip("\n").split("\t", 3)
+    headers = {
+        "content-type": "application/json",
+        "webhook-id": event_id,
+        "webhook-timestamp": timestamp,
+        "webhook-signature": signature,
+    }
+    response = httpx.post(f"{base}/webhooks", content=body.encode(), headers=headers)
+    if not response.is_success:
+        raise SystemExit(f"preflight answered {response.status_code}: {response.text[:300]}")
+
+
 def _cpu_seconds(pid: int) -> float:
     """User + system CPU seconds of a process (Linux ``/proc``; NaN elsewhere)."""
     try:
@@ -232,6 +247,7 @@ def main() -> int:
                 db = str(work / f"{kind}-{round_number}-inbox.sqlite")  # fresh: events distinct
                 process, base = start_server(kind, db)
                 try:
+                    _preflight(base, requests_file)
                     cpu_before = _cpu_seconds(process.pid)
                     run = run_wrk(base, script, requests_file, args.duration, args.connections)
                     run["cpu_us"] = (_cpu_seconds(process.pid) - cpu_before) / run["requests"] * 1e6
