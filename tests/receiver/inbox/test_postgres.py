@@ -304,3 +304,25 @@ async def test_a_naive_clock_is_refused(postgres_dsn: str, schema: str) -> None:
     async with await PostgresInbox.connect(location, clock=naive) as inbox:
         with pytest.raises(InboxError, match="timezone-aware"):
             await inbox.claim("evt_naive")
+
+
+async def test_work_gets_a_plain_connection_inside_the_transaction_savepoints_included(
+    replica: Opener, postgres_dsn: str, schema: str
+) -> None:
+    inbox = await replica()
+    await _effects_table(postgres_dsn, schema)
+
+    async def careful(conn: psycopg.AsyncConnection[Any]) -> None:
+        cursor = await conn.execute("INSERT INTO effects VALUES ('evt_sp', 'first')")
+        assert cursor.rowcount == 1  # results at once: the connection is not pipelined
+        with pytest.raises(psycopg.errors.UndefinedTable):
+            async with conn.transaction():  # a savepoint inside the inbox transaction
+                await conn.execute("INSERT INTO no_such_table VALUES (1)")
+        await conn.execute("INSERT INTO effects VALUES ('evt_sp', 'second')")
+
+    claim = await inbox.claim("evt_sp")
+    assert await inbox.commit("evt_sp", claim.token, 200, [careful]) is True
+    assert await _effects(postgres_dsn, schema) == [("evt_sp", "first"), ("evt_sp", "second")]
+    record = await inbox.lookup("evt_sp")
+    assert record is not None
+    assert record.state is RecordState.COMMITTED
