@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from receiver.inbox.memory import MemoryInbox
 from receiver.middleware import HookproofMiddleware
@@ -71,9 +71,9 @@ def _scope(headers: list[tuple[bytes, bytes]], path: str = "/webhooks") -> dict[
 
 async def _call(
     middleware: HookproofMiddleware, scope: dict[str, Any], chunks: list[bytes]
-) -> tuple[int, list[dict[str, Any]]]:
+) -> tuple[int, list[Message]]:
     pending = list(chunks)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def receive() -> dict[str, Any]:
         if pending:
@@ -81,7 +81,7 @@ async def _call(
             return {"type": "http.request", "body": chunk, "more_body": bool(pending)}
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     await middleware(scope, receive, send)
@@ -119,9 +119,9 @@ def test_streamed_body_over_the_cap_is_refused_without_reading_further() -> None
     middleware = HookproofMiddleware(
         app, verifier=Verifier([SECRET]), inbox=MemoryInbox(), max_body=4096
     )
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     # No Content-Length: the client streams (chunked) and the cap is found while counting.
@@ -140,12 +140,12 @@ def test_malformed_content_length_is_400() -> None:
 def test_client_gone_mid_body_gets_no_answer_and_no_claim() -> None:
     inbox = MemoryInbox()
     middleware = HookproofMiddleware(_App(), verifier=Verifier([SECRET]), inbox=inbox)
-    sent: list[dict[str, Any]] = []
+    sent: list[Message] = []
 
     async def gone() -> dict[str, Any]:
         return {"type": "http.disconnect"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         sent.append(message)
 
     run(middleware(_scope([(b"webhook-id", b"evt_gone")]), gone, send))
@@ -164,7 +164,7 @@ def test_non_http_scopes_pass_through() -> None:
     async def receive() -> dict[str, Any]:
         return {"type": "lifespan.startup"}
 
-    async def send(message: dict[str, Any]) -> None:
+    async def send(message: Message) -> None:
         return None
 
     run(middleware({"type": "lifespan"}, receive, send))

@@ -103,7 +103,7 @@ def test_probe_uses_the_effects_counter_and_a_custom_prefix() -> None:
         raise AssertionError("the probe never reaches the app")
 
     middleware = HookproofMiddleware(
-        app,  # type: ignore[arg-type]
+        app,
         verifier=verifier(),
         inbox=inbox,
         probe_token=TOKEN,
