@@ -134,3 +134,47 @@ def test_every_option_is_documented() -> None:
     for parameter in receiver_command.params:
         for flag in parameter.opts:
             assert f"`{flag}" in docs, f"{flag} is not in docs/receiver.md"
+
+
+@pytest.mark.postgres
+@pytest.mark.subprocess
+def test_a_real_receiver_process_on_postgresql(postgres_dsn: str) -> None:
+    import uuid
+
+    import psycopg
+
+    schema = f"hp_cli_{uuid.uuid4().hex[:10]}"
+    separator = "&" if "?" in postgres_dsn else "?"
+    port = free_port()
+    argv = hookproof_argv(
+        "receiver",
+        "--port",
+        str(port),
+        "--secret",
+        SECRET,
+        "--db",
+        f"{postgres_dsn}{separator}schema={schema}",
+        "--probe-token",
+        "t",
+    )
+    try:
+        with ServerProcess.start(argv, ready_url=f"http://{LOOPBACK}:{port}/healthz") as process:
+            body = b'{"type": "renewal.reminder_due", "data": {"renewal_id": "r9"}}'
+            signer = Verifier([Secret(SECRET)])
+            headers = signer.sign(body, event_id="evt_pg_cli", timestamp=int(time.time()))
+            for _ in range(2):
+                response = httpx.post(f"{process.base_url}/webhooks", content=body, headers=headers)
+                assert response.status_code == 200, process.output()
+            probe = httpx.get(
+                f"{process.base_url}/_hookproof/events/evt_pg_cli",
+                headers={"authorization": "Bearer t"},
+            )
+            assert probe.json() == {
+                "event_id": "evt_pg_cli",
+                "status": "committed",
+                "effects": 1,
+                "deliveries": 2,
+            }
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
