@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -70,7 +71,7 @@ def _run(capsys: Capsys, *argv: str) -> tuple[int, str, str]:
     return code, captured.out, captured.err
 
 
-def _send_json(capsys: Capsys, url: str, *extra: str) -> tuple[int, dict[str, object]]:
+def _send_json(capsys: Capsys, url: str, *extra: str) -> tuple[int, dict[str, Any]]:
     code, out, err = _run(capsys, "send", url, "--secret", SECRET, "--json", *extra)
     assert err == "", err
     return code, json.loads(out)
@@ -226,7 +227,7 @@ def test_crash_after_send_resends_and_the_receiver_applies_once(
         capsys, reference, "--fault", "crash_after_send:attempts=1", "--event-id", "evt_crash"
     )
     assert code == 0
-    causes = [row["cause"] for row in document["ledger"]]  # type: ignore[union-attr,index]
+    causes = [row["cause"] for row in document["ledger"]]
     assert "fault:crash_after_send" in causes
     assert "lease_taken_over" in causes
     assert document["attempts"] == 2

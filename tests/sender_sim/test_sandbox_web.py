@@ -3,7 +3,7 @@ it sends real HTTP to a scripted receiver on a loopback port."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Mapping
 from datetime import UTC, datetime
 
 import httpx
@@ -52,7 +52,7 @@ class Board:
         return response.text
 
     async def post(
-        self, path: str, data: dict[str, str | list[str]], **headers: str
+        self, path: str, data: Mapping[str, str | list[str]], **headers: str
     ) -> httpx.Response:
         return await self.web.post(path, data=data, headers=headers)
 
