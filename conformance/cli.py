@@ -73,6 +73,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except click.exceptions.Exit as done:
         return int(done.exit_code)
+    except click.exceptions.NoArgsIsHelpError as bare:
+        # A group called without a subcommand: show its help, as `--help` would.
+        click.echo(bare.ctx.get_help() if bare.ctx is not None else bare.format_message())
+        return 0
     except click.ClickException as error:
         click.echo(f"hookproof: error: {error.format_message()}", err=True)
         return 2

@@ -38,3 +38,11 @@ def test_usage_errors_are_one_line_and_exit_2(
     assert len(lines) == 1, captured.err
     assert lines[0].startswith("hookproof: error:")
     assert "Traceback" not in captured.err
+
+
+@pytest.mark.parametrize("argv", [[], ["dlq"]])
+def test_a_bare_group_shows_its_help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    assert "Usage:" in captured.out
+    assert captured.err == ""
