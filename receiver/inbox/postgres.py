@@ -10,12 +10,11 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   is taken over in the same statement by a compare-and-set on the stored state and lease, with the
   fencing token incremented. Lease expiry is compared against the injected clock's value, passed
   as a parameter: the database's own ``now()`` is never consulted, so tests control expiry.
-- **commit** is one transaction: ``BEGIN`` and a compare-and-set ``UPDATE`` on the token (which
-  also locks the row) in one pipelined round trip, then every transactional ``work`` callable
-  with the transaction's :class:`psycopg.AsyncConnection` (sync or coroutine functions; the
-  connection is back in normal, non-pipelined mode), then ``COMMIT``. A stale token changes
-  nothing and runs no work; a work that raises rolls back its own writes and the inbox record
-  alike (the record stays in flight with the caller's token, exactly as in
+- **commit** is one transaction: a compare-and-set ``UPDATE`` on the token (which also locks the
+  row), then every transactional ``work`` callable with the transaction's
+  :class:`psycopg.AsyncConnection` (sync or coroutine functions), then ``COMMIT``. A stale token
+  changes nothing and runs no work; a work that raises rolls back its own writes and the inbox
+  record alike (the record stays in flight with the caller's token, exactly as in
   :class:`~receiver.inbox.memory.MemoryInbox`) and its exception propagates unchanged. A commit
   without work is a single statement.
 - **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
@@ -60,7 +59,6 @@ this backend connects, and its absence is a :class:`~receiver.exceptions.Configu
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import inspect
 import re
 import time
@@ -148,9 +146,6 @@ without waiting for the WAL flush. Only for claims and releases, which may be lo
 crash without harm: a lost claim is claimed again by the retry, a lost release expires with its
 lease, and the WAL is flushed in order, so a later durable commit makes them durable too. Every
 ``commit`` keeps the server's setting (``on``): its 2xx promises durability."""
-_BEGIN = b"BEGIN"
-_COMMIT = b"COMMIT"
-_ROLLBACK = b"ROLLBACK"
 _LOOKUP_SQL = f"SELECT {_COLUMNS} FROM {{table}} WHERE event_id = %(event_id)s"
 _PURGE_SQL = """
 WITH purged AS (
@@ -381,22 +376,16 @@ class PostgresInbox(Inbox):
                 return await self._fetchone(conn, self._commit_sql, params) is not None
         async with self._connection() as conn:
             try:
-                # BEGIN travels with the compare-and-set in one round trip (pipeline mode);
-                # the work then runs on a plain connection inside the open transaction.
-                async with conn.pipeline():
-                    await conn.execute(_BEGIN)
+                async with conn.transaction():
                     row = await self._fetchone(conn, self._commit_sql, params)
-                if row is None:
-                    await conn.execute(_ROLLBACK)
-                    return False
-                for item in works:
-                    result = item(conn)
-                    if inspect.isawaitable(result):
-                        await result
-                await conn.execute(_COMMIT)
-            except BaseException:
-                await _roll_back_quietly(conn)
-                raise
+                    if row is None:
+                        raise _StaleToken
+                    for item in works:
+                        result = item(conn)
+                        if inspect.isawaitable(result):
+                            await result
+            except _StaleToken:
+                return False
         return True
 
     async def release(self, event_id: str, token: int) -> bool:
@@ -526,19 +515,8 @@ class _IdleCheck:
             await AsyncConnectionPool.check_connection(conn)
 
 
-async def _roll_back_quietly(conn: AsyncConnection[Any]) -> None:
-    """End a failed commit's transaction if the connection still has one (else the pool
-    discards the broken connection)."""
-    import psycopg
-    from psycopg.pq import TransactionStatus
-
-    if conn.closed or conn.info.transaction_status not in (
-        TransactionStatus.INTRANS,
-        TransactionStatus.INERROR,
-    ):
-        return
-    with contextlib.suppress(psycopg.Error):
-        await conn.execute(_ROLLBACK)
+class _StaleToken(Exception):
+    """Raised inside :meth:`PostgresInbox.commit` to roll back a commit whose token is stale."""
 
 
 def _require_psycopg() -> None:
