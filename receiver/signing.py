@@ -117,6 +117,7 @@ class Secret:
     def standard_key(self) -> bytes:
         """The HMAC key of Standard Webhooks: the base64 after an optional ``whsec_`` prefix."""
         encoded = self.value.removeprefix("whsec_")
+        encoded += "=" * (-len(encoded) % 4)  # like the reference libraries: padding optional
         try:
             key = base64.b64decode(encoded, validate=True)
         except (binascii.Error, ValueError):

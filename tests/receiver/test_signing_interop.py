@@ -81,3 +81,14 @@ def test_both_refuse_the_same_wrong_secret(
         Webhook(whsec(other)).verify(body.encode(), headers, json_parse=False)
     with pytest.raises(SignatureMismatch):
         Verifier([Secret(whsec(other))]).verify(body.encode(), headers, now=now)
+
+
+@given(key=keys, event_id=event_ids, body=bodies)
+def test_secrets_without_base64_padding_work_as_in_the_library(
+    key: bytes, event_id: str, body: str
+) -> None:
+    unpadded = whsec(key).rstrip("=")
+    now = int(time.time())
+    headers = Verifier([Secret(unpadded)]).sign(body.encode(), event_id=event_id, timestamp=now)
+    Webhook(unpadded).verify(body.encode(), headers, json_parse=False)
+    Verifier([Secret(whsec(key))]).verify(body.encode(), headers, now=now)

@@ -441,3 +441,39 @@ async def test_a_naive_clock_is_refused(path: Path) -> None:
             await inbox.claim("evt_naive")
     finally:
         await inbox.close()
+
+
+def test_the_user_version_fallback_applies_the_same_schema_once(
+    path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from receiver.inbox import sqlite_schema
+
+    monkeypatch.setattr(sqlite_schema, "_migrations_class", lambda: None)
+    for _ in range(2):
+        conn = sqlite3.connect(path, isolation_level=None)
+        try:
+            sqlite_schema.apply_migrations(conn)
+            assert conn.execute("PRAGMA user_version").fetchone() == (
+                len(sqlite_schema.MIGRATIONS),
+            )
+            tables = {name for (name,) in conn.execute("SELECT name FROM sqlite_master")}
+        finally:
+            conn.close()
+        assert "hookproof_inbox" in tables
+        assert "_sqlite_migrations" not in tables
+
+
+async def test_inboxes_opened_at_once_on_a_new_file_share_one_schema(path: Path) -> None:
+    inboxes = await asyncio.gather(*(asyncio.to_thread(SqliteInbox, path) for _ in range(4)))
+    try:
+        claims = await asyncio.gather(*(inbox.claim("evt_shared") for inbox in inboxes))
+    finally:
+        for inbox in inboxes:
+            await inbox.close()
+    assert [c.outcome for c in claims].count(ClaimOutcome.CLAIMED) == 1
+    conn = sqlite3.connect(path)
+    try:
+        (applied,) = conn.execute("SELECT count(*) FROM _sqlite_migrations").fetchone()
+    finally:
+        conn.close()
+    assert applied == 2
