@@ -408,33 +408,30 @@ class SQLiteStore:
     def _insert_one(
         self, conn: sqlite3.Connection, event: Event, delivery: Delivery, row: LedgerRow
     ) -> None:
-        existing = conn.execute(
-            "SELECT digest FROM events WHERE event_id = ?", (event.event_id,)
-        ).fetchone()
-        if existing is None:
-            conn.execute(
-                "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?)",
-                (
-                    event.event_id,
-                    event.type,
-                    event.business_key,
-                    to_us(event.occurred_at),
-                    event.body,
-                    event.digest,
-                ),
-            )
-        elif existing[0] != event.digest:
-            raise ConflictError(
-                f"event {event.event_id} already exists with a different payload digest"
-            )
-        if conn.execute(
-            "SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery.delivery_id,)
-        ).fetchone():
-            raise ConflictError(f"delivery {delivery.delivery_id} already exists")
+        inserted = conn.execute(
+            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
+            (
+                event.event_id,
+                event.type,
+                event.business_key,
+                to_us(event.occurred_at),
+                event.body,
+                event.digest,
+            ),
+        )
+        if inserted.rowcount == 0:
+            existing = conn.execute(
+                "SELECT digest FROM events WHERE event_id = ?", (event.event_id,)
+            ).fetchone()
+            if existing[0] != event.digest:
+                raise ConflictError(
+                    f"event {event.event_id} already exists with a different payload digest"
+                )
         d = delivery
-        conn.execute(
+        fresh = conn.execute(
             f"INSERT INTO deliveries ({_DELIVERY_COLUMNS}) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (delivery_id) DO NOTHING",
             (
                 d.delivery_id,
                 d.event_id,
@@ -459,6 +456,8 @@ class SQLiteStore:
                 d.redrives,
             ),
         )
+        if fresh.rowcount == 0:
+            raise ConflictError(f"delivery {d.delivery_id} already exists")
         conn.execute(_INSERT_LEDGER, _ledger_params(row))
 
     # -- reads ---------------------------------------------------------------------------------

@@ -79,7 +79,7 @@ def _chain(error: BaseException) -> Iterable[BaseException]:
         current = current.__cause__ or current.__context__
 
 
-def failure_kind(error: httpx.TransportError) -> OutcomeKind:
+def failure_kind(error: httpx.RequestError) -> OutcomeKind:
     """Sort a transport failure: timeout, DNS, TLS, connect, or another network error."""
     if isinstance(error, httpx.TimeoutException):
         return OutcomeKind.TIMEOUT

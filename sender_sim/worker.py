@@ -304,7 +304,7 @@ class Worker:
             response = await self.sim.client.post(
                 url, content=body, headers=headers, timeout=timeout
             )
-        except httpx.TransportError as error:
+        except httpx.RequestError as error:  # transport failures, undecodable answers
             return Outcome.failure(failure_kind(error), redact(str(error)[:1000], redactions))
         text = response.content[: 8 * SAMPLE_LIMIT].decode("utf-8", "replace")
         return Outcome.response(
