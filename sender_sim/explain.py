@@ -64,10 +64,15 @@ def _retry(d: Mapping[str, Any]) -> str:
 def _fault(d: Mapping[str, Any]) -> str:
     fault = d.get("fault", {})
     kind = fault.get("kind", "?") if isinstance(fault, dict) else "?"
-    extra = ""
+    text = f"FAULT injected: {kind}"
+    if "attempt" in d:
+        text += f" on attempt {d['attempt']}"
+    if isinstance(fault, dict) and fault.get("skew_s"):
+        text += f" (skew {fault['skew_s']:+g} s"
+        text += f"; true time {d['true_time']})" if "true_time" in d else ")"
     if "status" in d:
-        extra = f" (the receiver's answer was {d['status']})"
-    return f"FAULT injected: {kind} on attempt {d.get('attempt', '?')}{extra}"
+        text += f" (the receiver's answer was {d['status']})"
+    return text
 
 
 Sentence = Callable[[LedgerRow, Mapping[str, Any]], str]

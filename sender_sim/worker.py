@@ -29,7 +29,15 @@ import httpx
 from receiver.signing import Secret
 from sender_sim.classify import Outcome
 from sender_sim.faults import Fault, FaultKind
-from sender_sim.records import Attempt, Delivery, Event, LedgerRow, OutcomeKind, State
+from sender_sim.records import (
+    Attempt,
+    Delivery,
+    Event,
+    LedgerRow,
+    OutcomeKind,
+    State,
+    rfc3339,
+)
 from sender_sim.store import Change
 from sender_sim.transitions import claim, settle
 from sender_sim.wire import SAMPLE_LIMIT, failure_kind, redact, signed_headers
@@ -185,6 +193,23 @@ class Worker:
                 continue
             changes.append(Change(before, step.delivery, step.row))
             owners.append(self.name)
+        skew = self.sim.faults.skew(FaultKind.WORKER_CLOCK_SKEW, worker=self.name)
+        if skew:  # the standing skew fault acted on these claims: say so on each delivery
+            notes.extend(
+                _note(
+                    change.before.delivery_id,
+                    now,
+                    FAULT_ACTOR,
+                    "fault:worker_clock_skew",
+                    fault={
+                        "kind": FaultKind.WORKER_CLOCK_SKEW.value,
+                        "skew_s": skew.total_seconds(),
+                    },
+                    worker=self.name,
+                    true_time=rfc3339(self.sim.clock.now()),
+                )
+                for change in changes
+            )
         if notes:
             store.note(notes)
         results = store.apply(changes)

@@ -141,6 +141,9 @@ def test_worker_clock_skew_makes_a_worker_act_early(make_sim: MakeSim) -> None:
     [lease] = sim.worker("fast").claim()
     assert lease.delivery.delivery_id == did
     assert sim.ledger(did)[-1].at == T0 + timedelta(seconds=30)  # the fast worker's idea of now
+    [note] = [r for r in sim.ledger(did) if r.cause == "fault:worker_clock_skew"]
+    assert note.details["true_time"] == "2026-08-13T09:00:00.000000Z"
+    assert "FAULT injected: worker_clock_skew" in sim.explain(did)
 
 
 def test_probabilistic_faults_replay_with_the_seed(make_sim: MakeSim) -> None:
