@@ -7,8 +7,10 @@ fsync per request would cap a receiver at a few hundred requests per second, so 
 * one dedicated writer thread owns the write connection;
 * ``claim``/``commit``/``release``/``purge`` enqueue a job and await an asyncio future — the
   event loop never blocks;
-* the writer drains every pending job into ONE ``BEGIN IMMEDIATE … COMMIT`` (one fsync), each job
-  inside its own ``SAVEPOINT`` so that a failing transactional work rolls back alone;
+* the writer drains every pending job into ONE ``BEGIN IMMEDIATE … COMMIT`` (one fsync); a job
+  that runs caller work (a transactional commit) gets its own ``SAVEPOINT`` so that a failing work
+  rolls back alone (the inbox's own statements fail only when the store does, and then the whole
+  batch fails);
 * only after ``COMMIT`` returns are the futures resolved (``loop.call_soon_threadsafe``), so no
   answer leaves before its batch is durable. If the batch cannot be committed (an I/O error, a
   full disk), every job in it fails with :class:`~receiver.exceptions.InboxUnavailable`.
@@ -148,7 +150,6 @@ def _connect(path: str) -> sqlite3.Connection:
     conn = sqlite3.connect(
         path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
     )
-    conn.execute(f"PRAGMA busy_timeout = {_BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA synchronous = FULL")
     return conn
 
@@ -384,7 +385,12 @@ class SqliteInbox(Inbox):
                         stop = True
                         break
                     batch.append(item)
-                self._deliver(batch, self._execute(batch))
+                try:
+                    results = self._execute(batch)
+                except BaseException as error:  # never leave a caller waiting on a dead writer
+                    reason = f"the SQLite inbox failed: {error}"
+                    results = [(False, InboxUnavailable(reason)) for _ in batch]
+                self._deliver(batch, results)
         finally:
             self._write.close()
 
