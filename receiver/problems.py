@@ -25,6 +25,7 @@ __all__ = [
     "PROBLEM_BASE",
     "PROBLEM_CONTENT_TYPE",
     "Problem",
+    "problem_body",
     "problem_for",
     "send_json",
     "send_problem",
