@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from urllib.parse import quote
 
 import pytest
@@ -69,3 +71,24 @@ def test_schema_sources_in_order_of_precedence() -> None:
 def test_bad_locations_are_configuration_errors(location: str, expected: str) -> None:
     with pytest.raises(ConfigurationError, match=expected):
         parse_location(location)
+
+
+def test_without_psycopg_the_receiver_cli_says_so_in_one_line() -> None:
+    """A real process where psycopg cannot be imported: one line, exit status 2, no traceback."""
+    program = (
+        "import sys; sys.modules['psycopg'] = None; sys.modules['psycopg_pool'] = None; "
+        "from conformance.cli import run; run()"
+    )
+    secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+    location = "postgresql://app:hunter2@127.0.0.1:1/inbox"
+    done = subprocess.run(
+        [sys.executable, "-c", program, "receiver", "--secret", secret, "--db", location],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 2, done.stderr
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1, done.stderr
+    assert "hookproof[postgres]" in lines[0]
+    assert "hunter2" not in done.stderr
