@@ -6,6 +6,7 @@ unusable location becomes one readable :class:`~receiver.exceptions.Configuratio
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 from datetime import timedelta
 from typing import Any
@@ -38,7 +39,8 @@ async def open_inbox(
         return inbox
     if location == MEMORY_LOCATION:
         return MemoryInbox(lease=lease, clock=clock)
-    return SqliteInbox(location, lease=lease, clock=clock)
+    # Opening runs migrations and may wait on another process's lock: off the event loop.
+    return await asyncio.to_thread(SqliteInbox, location, lease=lease, clock=clock)
 
 
 def _postgres_inbox_class() -> Any:
