@@ -49,12 +49,12 @@ def best_per_call(contenders: dict[str, Callable[[], object]]) -> dict[str, floa
 
 
 def one_kib_body(event_id: str) -> bytes:
+    def encoded(note: str) -> bytes:
+        document = {"id": event_id, "type": "renewal.reminder_due", "data": {"note": note}}
+        return json.dumps(document).encode()
+
     filler = "x" * 2048
-    document = {"id": event_id, "type": "renewal.reminder_due", "data": {"note": filler}}
-    body = json.dumps(document).encode()
-    overshoot = len(body) - 1024
-    document["data"]["note"] = filler[: len(filler) - overshoot]
-    body = json.dumps(document).encode()
+    body = encoded(filler[: len(filler) - (len(encoded(filler)) - 1024)])
     assert len(body) == 1024, len(body)
     return body
 
