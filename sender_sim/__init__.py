@@ -25,7 +25,8 @@ The façade (stable API; the CLI, the sandbox and the conformance runner use onl
                               event_id=None, body=None, first_attempt_at=None)
     ids = sim.publish_many([Publication(endpoint_id="partner", deadline_at=...), ...])  # one tx
     await sim.run_due()                          # one worker pass -> RunReport
-    await sim.run_until_settled(delivery_ids=[delivery_id], until=None)   # jumps virtual time
+    await sim.run_until_settled(delivery_ids=[delivery_id], until=None,
+                                poll_interval=timedelta(0))   # jumps virtual time
     await sim.deliver(delivery_id)               # -> Delivery (delivered or dead_letter)
     sim.advance(timedelta(minutes=5)); sim.set_time(when)        # virtual clock only
     sim.dlq(reason="deadline_exhausted", business_key="ren_18427")  # -> list[Delivery]

@@ -270,7 +270,5 @@ class SenderMachine(RuleBasedStateMachine):
             assert payload_digest(self.sim.event(delivery.event_id).body) == digest
 
 
-SenderMachine.TestCase.settings = settings(
-    SenderMachine.TestCase.settings, stateful_step_count=50, max_examples=60
-)
+SenderMachine.TestCase.settings = settings(SenderMachine.TestCase.settings, stateful_step_count=50)
 TestSenderMachine = SenderMachine.TestCase
