@@ -37,6 +37,7 @@ TABLE = "hookproof_renewal_reminders"
 _CREATE = (
     f"CREATE TABLE IF NOT EXISTS {TABLE} (event_id TEXT NOT NULL, renewal_id TEXT, event_type TEXT)"
 )
+_INDEX = f"CREATE INDEX IF NOT EXISTS {TABLE}_event_id ON {TABLE} (event_id)"
 _INSERT_SQLITE = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (?, ?, ?)"
 _COUNT_SQLITE = f"SELECT count(*) FROM {TABLE} WHERE event_id = ?"
 _INSERT_PG = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (%s, %s, %s)"
@@ -111,6 +112,7 @@ class SqliteReminders:
 
     async def prepare(self) -> None:
         await run_in_threadpool(self._run, _CREATE)
+        await run_in_threadpool(self._run, _INDEX)
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
         def record(conn: sqlite3.Connection) -> None:
@@ -145,7 +147,18 @@ class PostgresReminders:
             return int(row[0]) if row else 0
 
     async def prepare(self) -> None:
-        await self._run(_CREATE)
+        """Create the table under the schema's migration lock: replicas may start together."""
+        import psycopg
+
+        from receiver.inbox.postgres_schema import advisory_lock_key
+
+        async with await psycopg.AsyncConnection.connect(self._conninfo) as conn:
+            await conn.execute(f'SET search_path = "{self._schema}", public')
+            await conn.execute(
+                "SELECT pg_advisory_xact_lock(%s)", (advisory_lock_key(self._schema),)
+            )
+            await conn.execute(_CREATE)
+            await conn.execute(_INDEX)
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
         async def record(conn: Any) -> None:

@@ -219,6 +219,11 @@ class HookproofMiddleware:
         try:
             inbox = self.inbox()
             claim = await inbox.claim(message.event_id)
+        except InboxUnavailable as error:
+            # Expected while the store is away: one line per delivery, not a traceback.
+            logger.warning("inbox unavailable, answering 503 for %s: %s", message.event_id, error)
+            await _unavailable(send)
+            return
         except Exception:
             logger.exception("the inbox could not claim event %s", message.event_id)
             await _unavailable(send)
@@ -280,8 +285,8 @@ class HookproofMiddleware:
             return
         try:
             committed = await inbox.commit(event_id, token, status, delivery.work)
-        except InboxUnavailable:
-            logger.exception("the inbox could not commit event %s", event_id)
+        except InboxUnavailable as error:
+            logger.warning("inbox unavailable, answering 503 for %s: %s", event_id, error)
             await _release(inbox, event_id, token)
             await _unavailable(send)
             return
