@@ -88,7 +88,7 @@ class Gate:
 async def _until_queued(inbox: SqliteInbox, count: int) -> None:
     """Let submitted tasks run until ``count`` jobs wait in the writer's queue (no time passes)."""
     for _ in range(10_000):
-        if inbox._queue.qsize() >= count:
+        if inbox.stats.waiting >= count:
             return
         await asyncio.sleep(0)
     raise AssertionError(f"{count} jobs never reached the queue")
