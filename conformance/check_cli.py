@@ -25,7 +25,7 @@ from conformance.exceptions import UsageError
 from conformance.model import Harness
 from conformance.reporters import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
 from conformance.results import Summary
-from conformance.session import run_check
+from conformance.session import run_check, run_sender_side
 
 __all__ = ["check_command", "demo_command", "exit_status", "scenarios_command"]
 
@@ -223,7 +223,10 @@ def scenarios_command(as_json: bool, markdown: bool, select: Sequence[str]) -> i
 def demo_command(
     select: tuple[str, ...], json_path: str | None, junit_path: str | None, seed: int | None
 ) -> int:
-    """Start the reference receiver on a free local port and check it with every scenario."""
+    """Start the reference receiver on a free local port and check it with every scenario.
+
+    The receiver-side scenarios run over HTTP against it (the reports cover that run); the
+    sender-side scenarios then run on the simulator in process, so the whole catalogue runs."""
     from conformance.demo import demo_settings, serving_reference_receiver
 
     with (
@@ -234,4 +237,10 @@ def demo_command(
         settings = demo_settings(served).merged(
             {"select": select, "json": json_path, "junit": junit_path, "seed": seed}
         )
-        return _run(settings)
+        receiver_side = _run(settings)
+    # The rest of the catalogue is about the sender: run it on the simulator, in process.
+    if not CATALOGUE.select(settings.select, settings.deselect, harness=Harness.S):
+        return receiver_side
+    click.echo()
+    sender_side = asyncio.run(run_sender_side(settings, [ConsoleReporter()]))
+    return max(receiver_side, exit_status(sender_side))

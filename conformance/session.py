@@ -14,7 +14,7 @@ import httpx
 from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings
 from conformance.engine import execute
-from conformance.events import RunFinished
+from conformance.events import Event, RunFinished
 from conformance.model import Harness, Scenario
 from conformance.payloads import DEFAULT_TEMPLATE, PayloadFactory, load_template
 from conformance.probe import Probe
@@ -25,7 +25,17 @@ from conformance.wire import WireScheme
 from conformance.wire_harness import WireHarness, WireOptions
 from receiver.signing import Secret
 
-__all__ = ["plan", "run_check", "url_client", "wire_options"]
+__all__ = [
+    "SENDER_SIDE_TARGET",
+    "plan",
+    "run_check",
+    "run_sender_side",
+    "url_client",
+    "wire_options",
+]
+
+SENDER_SIDE_TARGET = "sender_sim (virtual clock, scripted receiver)"
+"""The target a sender-side run reports: the simulator itself, not an endpoint."""
 
 
 def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None) -> WireOptions:
@@ -98,6 +108,26 @@ async def run_check(
     return await _drive(options, client, scenarios, reporters, harness, seed)
 
 
+async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]) -> Summary:
+    """Run the selected sender-side (S) scenarios: sender_sim on a virtual clock against a
+    scripted in-process receiver. No endpoint is involved; ``settings.url`` is not needed."""
+    from conformance.sender_harness import SenderHarness
+
+    seed = settings.seed if settings.seed is not None else random.SystemRandom().randrange(10**6)
+    scenarios = plan(settings, Harness.S)
+    return await _feed(
+        execute(
+            scenarios,
+            SenderHarness(seed=seed),
+            target=SENDER_SIDE_TARGET,
+            scheme="standard",
+            probe=False,
+            seed=seed,
+        ),
+        reporters,
+    )
+
+
 async def _drive(
     options: WireOptions,
     client: httpx.AsyncClient,
@@ -106,16 +136,23 @@ async def _drive(
     harness: Harness,
     seed: int,
 ) -> Summary:
-    runner = WireHarness(options, client, harness)
+    return await _feed(
+        execute(
+            scenarios,
+            WireHarness(options, client, harness),
+            target=options.url,
+            scheme=options.scheme.name,
+            probe=options.probe is not None,
+            seed=seed,
+        ),
+        reporters,
+    )
+
+
+async def _feed(events: AsyncIterator[Event], reporters: Sequence[Reporter]) -> Summary:
+    """Hand every event to every reporter; the run's summary."""
     summary = Summary()
-    async for event in execute(
-        scenarios,
-        runner,
-        target=options.url,
-        scheme=options.scheme.name,
-        probe=options.probe is not None,
-        seed=seed,
-    ):
+    async for event in events:
         for reporter in reporters:
             reporter.handle(event)
         if isinstance(event, RunFinished):

@@ -39,6 +39,12 @@ class ConsoleReporter:
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
+            if not event.target.startswith(("http://", "https://")):
+                self._echo(
+                    f"hookproof: {len(event.scenarios)} sender-side scenarios on "
+                    f"{event.target} (seed {event.seed})"
+                )
+                return
             probe = (
                 "with probe (effects observed)" if event.probe else "no probe (status codes only)"
             )

@@ -14,7 +14,7 @@ import pytest
 
 from conformance.catalogue import CATALOGUE
 from conformance.cli import main
-from conformance.model import Harness
+from conformance.model import Harness, Scenario
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
 from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
@@ -269,6 +269,26 @@ def test_demo_passes_every_scenario_against_the_reference_receiver(
     assert validate_report(document) == []
     assert document["summary"]["passed"] == len(C_IDS)
     assert all(s["observed_by"] in ("probe", None) for s in document["scenarios"])
+    # ... and then the sender-side rest of the catalogue, on the simulator in process.
+    sender_ids = [s.id for s in CATALOGUE.tagged(Harness.S)]
+    assert f"{len(sender_ids)} sender-side scenarios" in out
+    assert f"{len(sender_ids)} passed, 0 failed, 0 skipped, 0 errors" in out
+    ran = {line.split("PASSED")[1].split()[0] for line in out.splitlines() if " PASSED " in line}
+    assert ran == {s.id for s in CATALOGUE}, "the demo runs the whole catalogue"
+
+
+def test_demo_exits_1_when_a_sender_side_scenario_fails(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import conformance.sender_harness as sender_harness
+    from conformance.results import Outcome, ScenarioResult
+
+    async def broken(self: object, scenario: Scenario) -> ScenarioResult:
+        return ScenarioResult(scenario, Outcome.FAILED, None, 0.0, (), "simulated break")
+
+    monkeypatch.setattr(sender_harness.SenderHarness, "run", broken)
+    assert main(["demo", "--select", "deadline.retry-at"]) == 1
+    assert "FAILED  deadline.retry-at" in capsys.readouterr().out
 
 
 def test_without_a_probe_the_report_says_status_and_skips_what_needs_one(
