@@ -36,6 +36,7 @@ The façade (stable API; the CLI, the sandbox and the conformance runner use onl
     sim.explain(delivery_id) -> str; sim.metrics() -> MetricsSnapshot (.as_dict(), .render())
     sim.delivery(id), sim.event(id), sim.attempts(id), sim.ledger(id), sim.decisions()
     w2 = sim.worker("worker-2", clock_skew=timedelta(seconds=3))   # a second worker
+    sim.set_faults(FaultPlan.parse(["lost_response"], seed=7))     # toggle faults at run time
     leases = w2.claim(); sent = [await w2.send(l) for l in leases]; w2.complete(sent)
     await sim.aclose()                           # closes the client only if it created it
 

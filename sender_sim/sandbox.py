@@ -42,7 +42,7 @@ from sender_sim.exceptions import (
     RedriveRefused,
     SimulatorError,
 )
-from sender_sim.faults import Fault, FaultInjector, FaultKind, FaultPlan
+from sender_sim.faults import Fault, FaultKind, FaultPlan
 from sender_sim.records import (
     Attempt,
     DeadLetterReason,
@@ -199,9 +199,7 @@ class SandboxEngine:
         return fault.kind.value
 
     def _apply_faults(self) -> None:
-        plan = FaultPlan(tuple(f for _, f in self._faults.values()), self.sim.seed)
-        self.sim.fault_plan = plan
-        self.sim.faults = FaultInjector(plan)
+        self.sim.set_faults(FaultPlan(tuple(f for _, f in self._faults.values()), self.sim.seed))
 
     def fault_on(self, spec: str) -> str:
         """Turn a fault on: ``NAME`` or ``NAME:key=value,…`` (replaces that fault's spec)."""

@@ -145,14 +145,18 @@ class Simulator:
         self.rng = rng if rng is not None else random.Random(seed)
         self._secret_rng = random.Random(f"secrets:{seed}")
         self._id_rng = random.Random(f"ids:{seed}")
-        self.fault_plan = faults if faults is not None else FaultPlan()
-        self.faults = FaultInjector(self.fault_plan)
+        self.set_faults(faults if faults is not None else FaultPlan())
         self._own_client = client is None
         self._client = client
         self._endpoints: dict[str, EndpointConfig] = {}
         self._events: dict[str, Event] = {}
         self._ids = itertools.count(1)
         self.default_worker = Worker(self, worker_id, clock_skew=worker_skew)
+
+    def set_faults(self, plan: FaultPlan) -> None:
+        """Inject ``plan``'s faults from the next attempt on (its counters start afresh)."""
+        self.fault_plan = plan
+        self.faults = FaultInjector(plan)
 
     # -- lifecycle -----------------------------------------------------------------------------
 
