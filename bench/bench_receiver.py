@@ -25,9 +25,7 @@ was not 2xx or if wrk ran out of distinct requests.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -40,62 +38,17 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-HOST = "127.0.0.1"
+from bench.wrk_load import (  # noqa: E402  (after the path set-up above)
+    HOST,
+    LUA,
+    SECRET,
+    free_port,
+    parse_wrk,
+    write_requests,
+    wrk_command,
+)
+
 KINDS = ("bare", "guarded", "durable")
-
-LUA = r"""
--- Cycles through pre-signed requests, one per line: id \t timestamp \t signature \t body.
-local requests = {}
-local index = 0
-local stride = 1
-
-function setup(thread)
-  thread:set("offset", thread_counter or 0)
-  thread_counter = (thread_counter or 0) + 1
-end
-
-function init(args)
-  local path = args[1]
-  stride = tonumber(args[2]) or 1
-  index = (offset or 0)
-  for line in io.lines(path) do
-    local id, ts, sig, body = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t(.*)$")
-    requests[#requests + 1] = wrk.format("POST", "/webhooks", {
-      ["content-type"] = "application/json",
-      ["webhook-id"] = id,
-      ["webhook-timestamp"] = ts,
-      ["webhook-signature"] = sig,
-    }, body)
-  end
-end
-
-function request()
-  local r = requests[(index % #requests) + 1]
-  index = index + stride
-  return r
-end
-"""
-
-
-def write_requests(path: Path, count: int) -> None:
-    from receiver.signing import Secret, Verifier
-
-    signer = Verifier([Secret(SECRET)])
-    now = int(time.time())
-    with path.open("w") as out:
-        for n in range(count):
-            event_id = f"evt_{n:08d}"
-            body = json.dumps(
-                {
-                    "type": "renewal.reminder_due",
-                    "timestamp": "2026-01-01T09:57:50.123456Z",
-                    "data": {"renewal_id": f"ren_{n}", "customer": "cus_4711", "days_left": 3},
-                },
-                separators=(",", ":"),
-            )
-            headers = signer.sign(body.encode(), event_id=event_id, timestamp=now)
-            out.write(f"{event_id}\t{now}\t{headers['webhook-signature']}\t{body}\n")
 
 
 def serve(kind: str, port: int, db: str) -> None:
@@ -141,14 +94,6 @@ def serve(kind: str, port: int, db: str) -> None:
     run_server(app, bind_socket(HOST, port), log_level="warning")
 
 
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
-
-
 def start_server(kind: str, db: str) -> tuple[subprocess.Popen[bytes], str]:
     port = free_port()
     process = subprocess.Popen(
@@ -173,34 +118,13 @@ def start_server(kind: str, db: str) -> tuple[subprocess.Popen[bytes], str]:
 def run_wrk(
     base: str, script: Path, requests_file: Path, duration: int, connections: int
 ) -> dict[str, float]:
-    command = [
-        "wrk",
-        "-t1",
-        f"-c{connections}",
-        f"-d{duration}s",
-        "--latency",
-        "-s",
-        str(script),
-        base,
-        "--",
-        str(requests_file),
-        "1",
-    ]
-    output = subprocess.run(command, check=True, capture_output=True, text=True).stdout
-    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    total = re.search(r"(\d+) requests in", output)
-    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
-    errors = re.search(r"Socket errors:.*", output)
-    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)", output)
-    if not rate or not total:
-        raise SystemExit(f"cannot read wrk's output:\n{output}")
-    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+    command = wrk_command(base, script, requests_file, duration, connections)
+    result = parse_wrk(subprocess.run(command, check=True, capture_output=True, text=True).stdout)
     return {
-        "rps": float(rate.group(1)),
-        "requests": float(total.group(1)),
-        "non_2xx": float(non_2xx.group(1)) if non_2xx else 0.0,
-        "p99_ms": float(p99.group(1)) * scale[p99.group(2)] if p99 else float("nan"),
-        "socket_errors": 1.0 if errors else 0.0,
+        "rps": result.rps,
+        "requests": float(result.requests),
+        "non_2xx": float(result.non_2xx),
+        "p99_ms": result.p99_ms,
     }
 
 

@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -40,7 +38,6 @@ import tempfile
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit, urlunsplit
 
@@ -49,68 +46,19 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-HOST = "127.0.0.1"
+from bench.wrk_load import (  # noqa: E402  (after the path set-up above)
+    HOST,
+    LUA,
+    SECRET,
+    WrkResult,
+    free_port,
+    parse_wrk,
+    write_requests,
+    wrk_command,
+)
+
 DEFAULT_DSN = "postgresql://postgres@127.0.0.1:5432/test"
 WARMUP_S = 2
-
-LUA = r"""
--- Cycles through pre-signed requests, one per line: id \t timestamp \t signature \t body.
--- Arguments: the file, a stride and an offset (two wrk processes take every other line).
-local requests = {}
-local index = 0
-local stride = 1
-
-function init(args)
-  stride = tonumber(args[2]) or 1
-  index = tonumber(args[3]) or 0
-  for line in io.lines(args[1]) do
-    local id, ts, sig, body = line:match("^([^\t]+)\t([^\t]+)\t([^\t]+)\t(.*)$")
-    requests[#requests + 1] = wrk.format("POST", "/webhooks", {
-      ["content-type"] = "application/json",
-      ["webhook-id"] = id,
-      ["webhook-timestamp"] = ts,
-      ["webhook-signature"] = sig,
-    }, body)
-  end
-end
-
-function request()
-  local r = requests[(index % #requests) + 1]
-  index = index + stride
-  return r
-end
-"""
-
-
-@dataclass(frozen=True)
-class Result:
-    rps: float
-    requests: int
-    non_2xx: int
-    p99_ms: float
-    socket_errors: str
-
-
-def write_requests(path: Path, prefix: str, count: int) -> None:
-    """``count`` distinct signed events, one per line."""
-    from receiver.signing import Secret, Verifier
-
-    signer = Verifier([Secret(SECRET)])
-    now = int(time.time())
-    with path.open("w") as out:
-        for n in range(count):
-            event_id = f"evt_{prefix}_{n:08d}"
-            body = json.dumps(
-                {
-                    "type": "renewal.reminder_due",
-                    "timestamp": "2026-01-01T09:57:50.123456Z",
-                    "data": {"renewal_id": f"ren_{n}", "customer": "cus_4711", "days_left": 3},
-                },
-                separators=(",", ":"),
-            )
-            headers = signer.sign(body.encode(), event_id=event_id, timestamp=now)
-            out.write(f"{event_id}\t{now}\t{headers['webhook-signature']}\t{body}\n")
 
 
 def serve_bare(port: int) -> None:
@@ -136,14 +84,6 @@ def serve_bare(port: int) -> None:
         ]
     )
     serve(app, bind_socket(HOST, port), log_level="warning")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind((HOST, 0))
-        return int(sock.getsockname()[1])
 
 
 @contextlib.contextmanager
@@ -191,62 +131,21 @@ def server(kind: str, db: str | None = None) -> Iterator[str]:
             process.wait()
 
 
-def wrk_command(
-    base: str,
-    script: Path,
-    requests: Path,
-    seconds: int,
-    connections: int,
-    stride: int,
-    offset: int,
-) -> list[str]:
-    return [
-        "wrk",
-        "-t1",
-        f"-c{connections}",
-        f"-d{seconds}s",
-        "--latency",
-        "-s",
-        str(script),
-        base,
-        "--",
-        str(requests),
-        str(stride),
-        str(offset),
-    ]
-
-
-def parse_wrk(output: str) -> Result:
-    rate = re.search(r"Requests/sec:\s+([\d.]+)", output)
-    total = re.search(r"(\d+) requests in", output)
-    non_2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
-    errors = re.search(r"Socket errors:(.*)", output)
-    p99 = re.search(r"99%\s+([\d.]+)(us|ms|s)\b", output)
-    if not rate or not total or not p99:
-        raise SystemExit(f"cannot read wrk's output:\n{output}")
-    scale = {"us": 0.001, "ms": 1.0, "s": 1000.0}
-    return Result(
-        rps=float(rate.group(1)),
-        requests=int(total.group(1)),
-        non_2xx=int(non_2xx.group(1)) if non_2xx else 0,
-        p99_ms=float(p99.group(1)) * scale[p99.group(2)],
-        socket_errors=errors.group(1).strip() if errors else "",
-    )
-
-
-def load(bases: list[str], script: Path, requests: Path, seconds: int, connections: int) -> Result:
+def load(
+    bases: list[str], script: Path, requests: Path, seconds: int, connections: int
+) -> WrkResult:
     """Run wrk against every base at once (the connections split evenly); combine the results."""
     share = max(1, connections // len(bases))
     processes = [
         subprocess.Popen(
-            wrk_command(base, script, requests, seconds, share, len(bases), offset),
+            wrk_command(base, script, requests, seconds, share, stride=len(bases), offset=offset),
             stdout=subprocess.PIPE,
             text=True,
         )
         for offset, base in enumerate(bases)
     ]
     results = [parse_wrk(process.communicate()[0]) for process in processes]
-    return Result(
+    return WrkResult(
         rps=sum(r.rps for r in results),
         requests=sum(r.requests for r in results),
         non_2xx=sum(r.non_2xx for r in results),
@@ -284,7 +183,7 @@ def main() -> int:
         print("bench_scaling: needs 'wrk' on PATH: apt-get install -y wrk", file=sys.stderr)
         return 2
     schema = f"hp_bench_{uuid.uuid4().hex[:8]}"
-    results: dict[str, Result] = {}
+    results: dict[str, WrkResult] = {}
     failures: list[str] = []
     with tempfile.TemporaryDirectory(prefix="hookproof-scaling-") as scratch:
         work = Path(scratch)
@@ -310,8 +209,8 @@ def main() -> int:
         try:
             for number, (name, kind, dbs) in enumerate(configurations):
                 warmup, measured = work / f"warmup{number}.tsv", work / f"run{number}.tsv"
-                write_requests(warmup, f"w{number}", args.requests // 4)
-                write_requests(measured, f"m{number}", args.requests)
+                write_requests(warmup, args.requests // 4, prefix=f"w{number}_")
+                write_requests(measured, args.requests, prefix=f"m{number}_")
                 with contextlib.ExitStack() as stack:
                     bases = []
                     for db in dbs:  # one after the other: each migrates, then serves
