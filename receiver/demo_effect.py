@@ -17,12 +17,16 @@ probe reports as ``effects``.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.concurrency import run_in_threadpool
 
+from receiver.exceptions import ConfigurationError
 from receiver.inbox.contract import Inbox, TransactionalWork
 from receiver.inbox.memory import MemoryInbox
+
+if TYPE_CHECKING:
+    from receiver.inbox.postgres import PostgresInbox
 
 __all__ = [
     "TABLE",
@@ -128,34 +132,26 @@ class SqliteReminders:
 
 
 class PostgresReminders:
-    """Reminders in a table next to the PostgreSQL inbox (its schema comes first on the path)."""
+    """Reminders in a table next to the PostgreSQL inbox (its schema comes first on the path),
+    reached through the inbox's own connection pool."""
 
-    def __init__(self, location: str) -> None:
-        from receiver.inbox.postgres import parse_location
-
-        parsed = parse_location(location)
-        self._conninfo = parsed.conninfo
-        self._schema = parsed.schema
+    def __init__(self, inbox: PostgresInbox) -> None:
+        self.inbox = inbox
 
     async def _run(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        import psycopg
-
-        async with await psycopg.AsyncConnection.connect(self._conninfo, autocommit=True) as conn:
-            await conn.execute(f'SET search_path = "{self._schema}", public')
+        async with self.inbox.connection() as conn:
             cursor = await conn.execute(sql, params)
             row = await cursor.fetchone() if cursor.description else None
+            await conn.commit()
             return int(row[0]) if row else 0
 
     async def prepare(self) -> None:
         """Create the table under the schema's migration lock: replicas may start together."""
-        import psycopg
-
         from receiver.inbox.postgres_schema import advisory_lock_key
 
-        async with await psycopg.AsyncConnection.connect(self._conninfo) as conn:
-            await conn.execute(f'SET search_path = "{self._schema}", public')
+        async with self.inbox.connection() as conn, conn.transaction():
             await conn.execute(
-                "SELECT pg_advisory_xact_lock(%s)", (advisory_lock_key(self._schema),)
+                "SELECT pg_advisory_xact_lock(%s)", (advisory_lock_key(self.inbox.schema),)
             )
             await conn.execute(_CREATE)
             await conn.execute(_INDEX)
@@ -178,6 +174,10 @@ def reminders_for(inbox: Inbox, location: str) -> Reminders:
     if isinstance(inbox, MemoryInbox):
         return MemoryReminders(inbox)
     if location.lower().startswith(("postgresql://", "postgres://")):
-        return PostgresReminders(location)
+        from receiver.inbox.postgres import PostgresInbox
+
+        if not isinstance(inbox, PostgresInbox):
+            raise ConfigurationError(f"{location!r} names PostgreSQL but the inbox is not on it")
+        return PostgresReminders(inbox)
     path = getattr(inbox, "path", None)
     return SqliteReminders(str(path) if path else location)

@@ -64,7 +64,7 @@ import re
 import time
 import weakref
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -444,6 +444,15 @@ class PostgresInbox(Inbox):
         if now.tzinfo is None:
             raise InboxError("the inbox clock must return timezone-aware datetimes")
         return now
+
+    def connection(self) -> AbstractAsyncContextManager[AsyncConnection[Any]]:
+        """A pooled connection to the inbox's database, its ``search_path`` on the inbox's schema.
+
+        For the application's own statements next to the inbox (reads, or writes that need not
+        commit with an event — for those, use the transactional ``work`` of :meth:`commit`). A
+        lost database becomes :class:`InboxUnavailable`, as for the inbox's own operations.
+        """
+        return self._connection()
 
     @asynccontextmanager
     async def _connection(self) -> AsyncIterator[AsyncConnection[Any]]:

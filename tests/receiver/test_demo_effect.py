@@ -9,6 +9,7 @@ import pytest
 from psycopg import sql
 
 from receiver.demo_effect import PostgresReminders
+from receiver.inbox.postgres import PostgresInbox
 from tests.receiver.inbox.postgres_backend import drop_schema, fresh_schema, inbox_location
 
 
@@ -20,11 +21,17 @@ def test_replicas_preparing_the_effect_table_at_once_do_not_collide(postgres_dsn
             async with await psycopg.AsyncConnection.connect(postgres_dsn, autocommit=True) as c:
                 await c.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
             try:
-                replicas = [
-                    PostgresReminders(inbox_location(postgres_dsn, schema)) for _ in range(6)
+                inboxes = [
+                    await PostgresInbox.connect(inbox_location(postgres_dsn, schema))
+                    for _ in range(6)
                 ]
-                await asyncio.gather(*(replica.prepare() for replica in replicas))
-                assert await replicas[0].count("evt_none") == 0
+                try:
+                    replicas = [PostgresReminders(inbox) for inbox in inboxes]
+                    await asyncio.gather(*(replica.prepare() for replica in replicas))
+                    assert await replicas[0].count("evt_none") == 0
+                finally:
+                    for inbox in inboxes:
+                        await inbox.close()
             finally:
                 await drop_schema(postgres_dsn, schema)
 
