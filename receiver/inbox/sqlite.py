@@ -34,6 +34,7 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -156,6 +157,27 @@ def _connect(path: str) -> sqlite3.Connection:
     return conn
 
 
+def _enable_wal(conn: sqlite3.Connection) -> str:
+    """Switch ``conn``'s file to WAL journaling; the journal mode it then has.
+
+    Connections opening one new file at the same moment (replicas starting together) can get
+    ``SQLITE_BUSY`` here at once, without SQLite consulting the busy timeout: the switch needs an
+    exclusive lock. So the switch is retried, with a growing pause, for as long as that timeout.
+    """
+    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
+    pause = 0.002
+    while True:
+        try:
+            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
+            return str(mode)
+        except sqlite3.OperationalError as error:
+            busy = getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
+            if not busy or time.monotonic() > deadline:
+                raise
+        time.sleep(pause)  # real-time: another connection holds the lock the switch needs
+        pause = min(pause * 2, 0.05)
+
+
 class SqliteInbox(Inbox):
     """The inbox in one SQLite file (WAL, ``synchronous=FULL``), group-committed by one writer.
 
@@ -208,8 +230,8 @@ class SqliteInbox(Inbox):
         read: sqlite3.Connection | None = None
         try:
             write = _connect(path)
-            (mode,) = write.execute("PRAGMA journal_mode = WAL").fetchone()
-            if str(mode).lower() != "wal":
+            mode = _enable_wal(write)
+            if mode.lower() != "wal":
                 raise ConfigurationError(
                     f"the SQLite inbox at {path!r} cannot use WAL journaling (got {mode!r})"
                 )
