@@ -56,14 +56,14 @@ DEFAULT_EVENT_TYPE = "hookproof.test"
 SCHEMES = ("standard", "stripe", "github")
 REASONS = tuple(reason.value for reason in DeadLetterReason)
 
-_db_option = click.option(
+db_option = click.option(
     "--db",
     default=DEFAULT_DB,
     show_default=True,
     metavar="PATH",
     help="The sender database (SQLite file) shared by send, dlq, explain and sandbox.",
 )
-_secret_option = click.option(
+secret_option = click.option(
     "--secret",
     "secrets",
     multiple=True,
@@ -71,21 +71,36 @@ _secret_option = click.option(
     help="Signing secret (whsec_… for standard); repeat to sign with several (rotation). "
     "Env: HOOKPROOF_SECRET, several separated by spaces.",
 )
-_time_option = click.option(
+time_option = click.option(
     "--virtual-time/--real-time",
     "virtual",
     default=True,
     show_default=True,
     help="Virtual: backoff waits take no wall time (signatures still carry real time).",
 )
-_seed_option = click.option(
+seed_option = click.option(
     "--seed",
     type=int,
     default=0,
     show_default=True,
     help="Seed of the jitter and fault draws (replayable).",
 )
-_json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+scheme_option = click.option(
+    "--scheme",
+    type=click.Choice(SCHEMES),
+    default="standard",
+    show_default=True,
+    help="Signing scheme.",
+)
+policy_option = click.option(
+    "--policy",
+    "policy_name",
+    type=click.Choice(sorted(POLICIES)),
+    default="strict",
+    show_default=True,
+    help="Retry policy: strict (seed 000) or schedule (seed 002).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
 
 
 @dataclass(frozen=True)
@@ -203,14 +218,8 @@ def _echo_row(row: LedgerRow) -> None:
 
 @click.command("send")
 @click.argument("url")
-@_secret_option
-@click.option(
-    "--scheme",
-    type=click.Choice(SCHEMES),
-    default="standard",
-    show_default=True,
-    help="Signing scheme.",
-)
+@secret_option
+@scheme_option
 @click.option(
     "--event",
     "event_file",
@@ -227,14 +236,7 @@ def _echo_row(row: LedgerRow) -> None:
     show_default=True,
     help="RFC 3339 time, or a duration from now such as +30m or 2h.",
 )
-@click.option(
-    "--policy",
-    "policy_name",
-    type=click.Choice(sorted(POLICIES)),
-    default="strict",
-    show_default=True,
-    help="Retry policy: strict (seed 000) or schedule (seed 002).",
-)
+@policy_option
 @click.option(
     "--timeout",
     type=click.FloatRange(min=0, min_open=True),
@@ -251,10 +253,10 @@ def _echo_row(row: LedgerRow) -> None:
 @click.option(
     "--endpoint-id", default=None, help="Name the endpoint in the database (default: the URL)."
 )
-@_seed_option
-@_time_option
-@_db_option
-@_json_option
+@seed_option
+@time_option
+@db_option
+@json_option
 def send_command(
     url: str,
     secrets: tuple[str, ...],
@@ -399,8 +401,8 @@ def _table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[str]:
 @click.option("--business-key", default=None, help="Only this business key.")
 @click.option("--endpoint", default=None, help="Only this endpoint id (send's default: the URL).")
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N rows.")
-@_db_option
-@_json_option
+@db_option
+@json_option
 def dlq_list_command(
     reason: str | None,
     business_key: str | None,
@@ -474,7 +476,7 @@ def _recorded_policy(sim: Simulator, delivery_ids: Sequence[str]) -> str:
 @click.option(
     "--queue-only", is_flag=True, help="Queue the redrive but do not send (no secret needed)."
 )
-@_secret_option
+@secret_option
 @click.option(
     "--policy",
     "policy_name",
@@ -482,10 +484,10 @@ def _recorded_policy(sim: Simulator, delivery_ids: Sequence[str]) -> str:
     default=None,
     help="Policy for the redriven attempt (default: the one each was published with).",
 )
-@_seed_option
-@_time_option
-@_db_option
-@_json_option
+@seed_option
+@time_option
+@db_option
+@json_option
 def dlq_redrive_command(
     actor: str,
     reason: str,
@@ -656,8 +658,8 @@ def _report_refused(refused: RedriveRefused, actor: str, as_json: bool) -> None:
 
 @click.command("explain")
 @click.argument("delivery_id")
-@_db_option
-@_json_option
+@db_option
+@json_option
 def explain_command(delivery_id: str, db: str, as_json: bool) -> int:
     """Tell a delivery's whole story: every attempt, outcome, lease and decision, with times
     and the deadline budget left."""

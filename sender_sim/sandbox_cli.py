@@ -26,9 +26,14 @@ import httpx
 import uvicorn
 
 from receiver.server import LOOPBACK, bind_socket, server_config
-from sender_sim.cli import SCHEMES
+from sender_sim.cli import (
+    db_option,
+    policy_option,
+    scheme_option,
+    secret_option,
+    seed_option,
+)
 from sender_sim.cli_support import (
-    DEFAULT_DB,
     open_store,
     parse_duration,
     session_clock,
@@ -36,7 +41,7 @@ from sender_sim.cli_support import (
 )
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import Fault
-from sender_sim.policy import POLICIES, policy_named
+from sender_sim.policy import policy_named
 from sender_sim.sandbox import SandboxEngine, SandboxEvent
 from sender_sim.sandbox_repl import SandboxShell, interact
 from sender_sim.sandbox_templates import TemplateSet, load_templates
@@ -102,20 +107,8 @@ def _print(event: SandboxEvent) -> None:
     metavar="URL",
     help="Your app's webhook URL, e.g. http://127.0.0.1:8000/webhooks.",
 )
-@click.option(
-    "--secret",
-    "secrets",
-    multiple=True,
-    envvar="HOOKPROOF_SECRET",
-    help="Signing secret your app verifies; repeat for rotation. Env: HOOKPROOF_SECRET.",
-)
-@click.option(
-    "--scheme",
-    type=click.Choice(SCHEMES),
-    default="standard",
-    show_default=True,
-    help="Signing scheme.",
-)
+@secret_option
+@scheme_option
 @click.option(
     "--template",
     "template_file",
@@ -129,14 +122,7 @@ def _print(event: SandboxEvent) -> None:
     show_default=True,
     help="Default deadline of a published event, from its publication (e.g. 30m, 2h).",
 )
-@click.option(
-    "--policy",
-    "policy_name",
-    type=click.Choice(sorted(POLICIES)),
-    default="strict",
-    show_default=True,
-    help="Retry policy: strict (seed 000) or schedule (seed 002).",
-)
+@policy_option
 @click.option(
     "--fault",
     "faults",
@@ -144,13 +130,7 @@ def _print(event: SandboxEvent) -> None:
     metavar="NAME[:k=v,…]",
     help="Start with this fault on (repeatable); toggle later with `fault on|off`.",
 )
-@click.option(
-    "--seed",
-    type=int,
-    default=0,
-    show_default=True,
-    help="Seed of the jitter and fault draws (replayable).",
-)
+@seed_option
 @click.option(
     "--virtual-time/--real-time",
     "virtual",
@@ -158,13 +138,7 @@ def _print(event: SandboxEvent) -> None:
     show_default=True,
     help="Virtual: retries happen at once in simulated time; real: wait for them.",
 )
-@click.option(
-    "--db",
-    default=DEFAULT_DB,
-    show_default=True,
-    metavar="PATH",
-    help="The sender database (shared with send, dlq and explain).",
-)
+@db_option
 @click.option(
     "--dashboard-port",
     type=click.IntRange(0, 65535),

@@ -7,12 +7,15 @@ import base64
 import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 
 from sender_sim import FaultPlan, Policy, Simulator, SQLiteStore, VirtualClock
+
+if TYPE_CHECKING:
+    from tests.sender_sim.test_cli_support import ScriptedReceiver
 
 T0 = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
@@ -111,3 +114,25 @@ class Receiver:
         self.verified.append(True)
         status = self.statuses.pop(0) if len(self.statuses) > 1 else self.statuses[0]
         return httpx.Response(status, json={"ok": status < 300})
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+def _shared_receiver() -> Iterator[ScriptedReceiver]:
+    """A scripted receiver on a real loopback port, one per test module."""
+    from tests.sender_sim.test_cli_support import scripted
+
+    with scripted(200) as running:
+        yield running
+
+
+@pytest.fixture
+def receiver(_shared_receiver: ScriptedReceiver) -> ScriptedReceiver:
+    """The module's loopback receiver, its script (200) and log reset for each test."""
+    _shared_receiver.statuses = [200]
+    _shared_receiver.received.clear()
+    return _shared_receiver

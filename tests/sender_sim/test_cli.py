@@ -45,12 +45,6 @@ def reference(tmp_path: Path) -> Iterator[str]:
 Script = Callable[..., contextlib.AbstractContextManager[ScriptedReceiver]]
 
 
-@pytest.fixture(scope="module")
-def _shared_receiver() -> Iterator[ScriptedReceiver]:
-    with scripted(200) as running:
-        yield running
-
-
 @pytest.fixture
 def script(_shared_receiver: ScriptedReceiver) -> Script:
     """``with script(503, 200) as receiver:`` — one loopback server per module, its answers

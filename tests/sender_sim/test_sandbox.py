@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import shlex
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -28,7 +28,7 @@ from sender_sim.exceptions import ConfigurationError, NotFound
 from sender_sim.sandbox import FAULT_NAMES, SandboxEngine, SandboxEvent
 from sender_sim.sandbox_repl import COMMANDS, SandboxShell, interact
 from sender_sim.sandbox_templates import load_templates
-from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver, scripted
+from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
 T0 = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
 _WORDS = [
@@ -60,25 +60,6 @@ _WORDS = [
 ]
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def _shared_receiver() -> Iterator[ScriptedReceiver]:
-    with scripted(200) as running:
-        yield running
-
-
-@pytest.fixture
-def receiver(_shared_receiver: ScriptedReceiver) -> ScriptedReceiver:
-    """One loopback server for the module, its script and log reset for each test."""
-    _shared_receiver.statuses = [200]
-    _shared_receiver.received.clear()
-    return _shared_receiver
 
 
 class Harness:

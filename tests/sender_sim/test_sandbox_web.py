@@ -3,7 +3,7 @@ it sends real HTTP to a scripted receiver on a loopback port."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from datetime import UTC, datetime
 
 import httpx
@@ -12,30 +12,12 @@ import pytest
 from sender_sim import Simulator, SQLiteStore, State, VirtualClock
 from sender_sim.sandbox import FAULT_NAMES, SandboxEngine
 from sender_sim.sandbox_web import create_dashboard
-from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver, scripted
+from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
 pytestmark = pytest.mark.anyio
 
 FORM = {"content-type": "application/x-www-form-urlencoded"}
 HTML = {"accept": "text/html"}
-
-
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture(scope="module")
-def _shared_receiver() -> Iterator[ScriptedReceiver]:
-    with scripted(200) as running:
-        yield running
-
-
-@pytest.fixture
-def receiver(_shared_receiver: ScriptedReceiver) -> ScriptedReceiver:
-    _shared_receiver.statuses = [200]
-    _shared_receiver.received.clear()
-    return _shared_receiver
 
 
 class Board:
