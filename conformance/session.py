@@ -96,7 +96,7 @@ async def run_check(
     real HTTP client is opened and the endpoint must answer first (:class:`EndpointUnreachable`).
     """
     settings = settings.validate()
-    seed = settings.seed if settings.seed is not None else random.SystemRandom().randrange(10**6)
+    seed = _seed(settings)
     options = wire_options(settings, seed=seed, nonce=nonce)
     scenarios = plan(settings, harness)
     if client is None:
@@ -113,7 +113,7 @@ async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]
     scripted in-process receiver. No endpoint is involved; ``settings.url`` is not needed."""
     from conformance.sender_harness import SenderHarness
 
-    seed = settings.seed if settings.seed is not None else random.SystemRandom().randrange(10**6)
+    seed = _seed(settings)
     scenarios = plan(settings, Harness.S)
     return await _feed(
         execute(
@@ -126,6 +126,11 @@ async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]
         ),
         reporters,
     )
+
+
+def _seed(settings: CheckSettings) -> int:
+    """The run's seed: the one given, or a fresh one (printed in the report, so it replays)."""
+    return settings.seed if settings.seed is not None else random.SystemRandom().randrange(10**6)
 
 
 async def _drive(
