@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
-from conformance.check_cli import scenarios_command
+from conformance.commands.scenarios import scenarios_command
 from conformance.checks import RECEIVER_CHECKS
 from conformance.cli import main
 from conformance.docs import catalogue_markdown
