@@ -6,9 +6,10 @@ command, plain tables and styled words, the same everywhere.
 - **Colour degrades cleanly.** ``NO_COLOR`` (any non-empty value, https://no-color.org),
   ``TERM=dumb`` or output that is not a terminal give plain text without a single escape code;
   ``colour=True`` forces colour (a report piped into ``less -R``).
-- **Width-safe.** Lines are never wrapped or padded by the console (``soft_wrap``). A table
-  printed to a terminal fits its width (the cells that may wrap do, ids never break); one printed
-  to a pipe or a file keeps every row on one line, so ``grep`` and ``awk`` work on it.
+- **Width-safe.** On a terminal, lines and tables are wrapped to its width (at spaces; a table's
+  first column, the id, never breaks). To a pipe or a file nothing is wrapped or padded: every
+  line and every table row stays one line, so ``grep`` and ``awk`` work on it. Text that must
+  survive copy and paste (a ``curl`` reproduction) is printed with ``soft_wrap=True``.
 """
 
 from __future__ import annotations
@@ -44,17 +45,18 @@ def make_console(
     always (escape codes even into a file).
     """
     plain = colour is False or (colour is None and _no_colour())
-    return Console(
+    console = Console(
         file=file,
         stderr=stderr,
         force_terminal=True if colour else None,
         color_system=None if plain else "auto",
         no_color=plain,
-        soft_wrap=True,
         highlight=False,
         markup=False,
         emoji=False,
     )
+    console.soft_wrap = not console.is_terminal
+    return console
 
 
 def _table(headers: Sequence[str], rows: Sequence[Sequence[Cell]], right: Sequence[int]) -> Table:
