@@ -12,8 +12,8 @@ import pytest
 
 from conformance.cli import cli
 from sender_sim.sandbox.engine import FAULT_NAMES
-from sender_sim.sandbox.terminal import COMMANDS
 from sender_sim.sandbox.templates import load_templates
+from sender_sim.sandbox.terminal import COMMANDS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
