@@ -70,7 +70,12 @@ def check_database(settings: ReceiverSettings) -> None:
     default=None,
     help="Enable the probe with this bearer token (env: HOOKPROOF_PROBE_TOKEN).",
 )
-@click.option("--probe-prefix", default=DEFAULT_PROBE_PREFIX, show_default=True)
+@click.option(
+    "--probe-prefix",
+    default=DEFAULT_PROBE_PREFIX,
+    show_default=True,
+    help="Path prefix of the probe: GET {prefix}/{event_id}.",
+)
 @click.option(
     "--tolerance",
     type=click.IntRange(min=0),
@@ -104,6 +109,7 @@ def check_database(settings: ReceiverSettings) -> None:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
+    help="How much the server logs.",
 )
 def receiver_command(
     host: str,
