@@ -14,6 +14,7 @@ from conformance.commands.check import exit_status, run_settings
 from conformance.model import Harness
 from conformance.reporters import ConsoleReporter
 from conformance.session import run_sender_side
+from receiver.commands.console import make_console
 from receiver.commands.options import seed_option
 
 __all__ = ["demo_command"]
@@ -33,11 +34,12 @@ def demo_command(
     sender-side scenarios then run on the simulator in process, so the whole catalogue runs."""
     from conformance.demo import demo_settings, serving_reference_receiver
 
+    out = make_console()
     with (
         tempfile.TemporaryDirectory(prefix="hookproof-demo-") as workdir,
         serving_reference_receiver(Path(workdir)) as served,
     ):
-        click.echo(f"reference receiver listening on {served.url} (SQLite inbox in {workdir})")
+        out.print(f"reference receiver listening on {served.url} (SQLite inbox in {workdir})")
         settings = demo_settings(served).merged(
             {"select": select, "json": json_path, "junit": junit_path, "seed": seed}
         )
@@ -45,6 +47,6 @@ def demo_command(
     # The rest of the catalogue is about the sender: run it on the simulator, in process.
     if not CATALOGUE.select(settings.select, settings.deselect, harness=Harness.S):
         return receiver_side
-    click.echo()
+    out.print()
     sender_side = asyncio.run(run_sender_side(settings, [ConsoleReporter()]))
     return max(receiver_side, exit_status(sender_side))

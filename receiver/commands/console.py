@@ -10,6 +10,8 @@ command, plain tables and styled words, the same everywhere.
   first column, the id, never breaks). To a pipe or a file nothing is wrapped or padded: every
   line and every table row stays one line, so ``grep`` and ``awk`` work on it. Text that must
   survive copy and paste (a ``curl`` reproduction) is printed with ``soft_wrap=True``.
+- Machine output (``--json``, Markdown) is data, not terminal text: commands write it verbatim
+  with ``click.echo``, never through the console.
 """
 
 from __future__ import annotations

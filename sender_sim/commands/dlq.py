@@ -75,7 +75,7 @@ def dlq_list_command(
         sim = Simulator(store, clock=session_clock(store, virtual=True))
         items = sim.dlq(reason=reason, business_key=business_key, endpoint_id=endpoint, limit=limit)
         if as_json:
-            out.print(json.dumps([delivery_json(sim, d) for d in items], indent=2))
+            click.echo(json.dumps([delivery_json(sim, d) for d in items], indent=2))
             return 0
         if not items:
             out.print("No dead letters match.")
@@ -258,7 +258,7 @@ async def _redrive(
             )
         finals = [sim.delivery(d) for d in result.delivery_ids]
         if as_json:
-            out.print(
+            click.echo(
                 json.dumps(
                     {
                         "decision_id": result.decision_id,
@@ -290,7 +290,7 @@ def _last_seq(sim: Simulator, delivery_id: str) -> int:
 
 def _report_refused(out: Console, refused: RedriveRefused, actor: str, as_json: bool) -> None:
     if as_json:
-        out.print(
+        click.echo(
             json.dumps(
                 {
                     "decision_id": refused.decision_id,

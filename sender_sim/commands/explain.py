@@ -37,7 +37,7 @@ def explain_command(delivery_id: str, db: str, as_json: bool) -> int:
                 ],
                 explanation=text,
             )
-            out.print(json.dumps(document, indent=2))
+            click.echo(json.dumps(document, indent=2))
         else:
             out.print(text)
         return 0

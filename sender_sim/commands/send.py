@@ -262,7 +262,7 @@ async def _send(
                 ledger=[row_json(r) for r in sim.ledger(delivery_id)],
                 explanation=explanation,
             )
-            out.print(json.dumps(document, indent=2))
+            click.echo(json.dumps(document, indent=2))
         else:
             out.print()
             out.print(f"Result: {verdict(delivery)}")
