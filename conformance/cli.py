@@ -18,14 +18,14 @@ from receiver.exceptions import ReceiverError
 __all__ = ["COMMANDS", "cli", "main", "run"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
-    "receiver": ("receiver.cli", "receiver_command"),
-    "send": ("sender_sim.cli", "send_command"),
-    "dlq": ("sender_sim.cli", "dlq_group"),
-    "explain": ("sender_sim.cli", "explain_command"),
-    "sandbox": ("sender_sim.sandbox_cli", "sandbox_command"),
-    "check": ("conformance.check_cli", "check_command"),
-    "scenarios": ("conformance.check_cli", "scenarios_command"),
-    "demo": ("conformance.check_cli", "demo_command"),
+    "receiver": ("receiver.commands.receiver", "receiver_command"),
+    "send": ("sender_sim.commands.send", "send_command"),
+    "dlq": ("sender_sim.commands.dlq", "dlq_group"),
+    "explain": ("sender_sim.commands.explain", "explain_command"),
+    "sandbox": ("sender_sim.sandbox.cli", "sandbox_command"),
+    "check": ("conformance.commands.check", "check_command"),
+    "scenarios": ("conformance.commands.scenarios", "scenarios_command"),
+    "demo": ("conformance.commands.demo", "demo_command"),
 }
 """Every subcommand: its name and where its click command lives."""
 

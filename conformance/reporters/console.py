@@ -1,16 +1,23 @@
 """The console reporter: one live line per scenario, a summary table per family, then each
-failure with its guarantee, the request as ``curl``, what came back and what was expected."""
+failure with its guarantee, the request as ``curl``, what came back and what was expected.
+
+It writes through one :func:`receiver.commands.console.make_console` console: colour only on a
+terminal without ``NO_COLOR`` (or when asked), and on a terminal a transient status line shows the
+scenario running now.
+"""
 
 from __future__ import annotations
 
 import sys
 from typing import TextIO
 
-import click
+from rich.status import Status
+from rich.text import Text
 
 from conformance.events import Event, RunFinished, RunStarted, ScenarioFinished, ScenarioStarted
 from conformance.reporters.text import describe_result
 from conformance.results import Outcome, ScenarioResult
+from receiver.commands.console import make_console, print_table
 
 __all__ = ["ConsoleReporter"]
 
@@ -29,13 +36,28 @@ class ConsoleReporter:
         self.stream = stream
         self.colour = colour
         target = stream if stream is not None else sys.stdout
-        self.live = bool(target.isatty())
+        self.console = make_console(stream, colour=colour)
+        # The live status line is cursor movement: only on a terminal that takes escape codes.
+        self.live = bool(target.isatty()) and self.console.color_system is not None
+        self._status: Status | None = None
 
-    def _echo(self, text: str = "") -> None:
-        click.echo(text, file=self.stream, color=self.colour)
+    def _echo(self, text: str | Text = "") -> None:
+        self.console.print(text)
 
-    def _paint(self, outcome: Outcome) -> str:
-        return click.style(outcome.value.upper().ljust(7), fg=_COLOURS[outcome])
+    def _paint(self, outcome: Outcome) -> Text:
+        return Text(outcome.value.upper().ljust(7), style=_COLOURS[outcome])
+
+    def _running(self, text: str) -> None:
+        if self._status is None:
+            self._status = self.console.status(text)
+            self._status.start()
+        else:
+            self._status.update(text)
+
+    def _stop_running(self) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
@@ -54,21 +76,20 @@ class ConsoleReporter:
             )
         elif isinstance(event, ScenarioStarted) and self.live:
             width = len(str(event.total))
-            click.echo(
-                f"[{event.index:>{width}}/{event.total}] running {event.scenario.id}…",
-                file=self.stream,
-                nl=False,
-            )
+            self._running(f"[{event.index:>{width}}/{event.total}] running {event.scenario.id}…")
         elif isinstance(event, ScenarioFinished):
             result = event.result
             width = len(str(event.total))
             extra = f"  — {result.message}" if result.message else ""
-            prefix = "\r\x1b[2K" if self.live else ""
             self._echo(
-                f"{prefix}[{event.index:>{width}}/{event.total}] {self._paint(result.outcome)} "
-                f"{result.scenario.id} ({result.duration_s * 1000:.0f} ms){extra}"
+                Text.assemble(
+                    f"[{event.index:>{width}}/{event.total}] ",
+                    self._paint(result.outcome),
+                    f" {result.scenario.id} ({result.duration_s * 1000:.0f} ms){extra}",
+                )
             )
         elif isinstance(event, RunFinished):
+            self._stop_running()
             self._summary(event)
 
     def _summary(self, event: RunFinished) -> None:
@@ -77,23 +98,22 @@ class ConsoleReporter:
             counts = families.setdefault(result.scenario.family, dict.fromkeys(Outcome, 0))
             counts[result.outcome] += 1
         self._echo()
-        header = f"{'family':<14}{'passed':>8}{'failed':>8}{'skipped':>9}{'errors':>8}"
-        self._echo(header)
-        self._echo("-" * len(header))
-        for family, counts in families.items():
-            self._echo(
-                f"{family:<14}{counts[Outcome.PASSED]:>8}{counts[Outcome.FAILED]:>8}"
-                f"{counts[Outcome.SKIPPED]:>9}{counts[Outcome.ERROR]:>8}"
-            )
+        columns = (Outcome.PASSED, Outcome.FAILED, Outcome.SKIPPED, Outcome.ERROR)
+        print_table(
+            self.console,
+            ("family", "passed", "failed", "skipped", "errors"),
+            [(family, *(str(counts[c]) for c in columns)) for family, counts in families.items()],
+            right=range(1, 5),
+        )
         broken: list[ScenarioResult] = [
             r for r in event.results if r.outcome in (Outcome.FAILED, Outcome.ERROR)
         ]
         if broken:
             self._echo()
-            self._echo(click.style("Failures", bold=True))
+            self._echo(Text("Failures", style="bold"))
             for result in broken:
                 self._echo()
-                self._echo(describe_result(result))
+                self.console.print(describe_result(result), soft_wrap=True)
         summary = event.summary
         self._echo()
         self._echo(

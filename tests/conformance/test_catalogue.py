@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
-from conformance.check_cli import scenarios_command
 from conformance.checks import RECEIVER_CHECKS
 from conformance.cli import main
+from conformance.commands.scenarios import scenarios_command
 from conformance.docs import catalogue_markdown
 from conformance.exceptions import CatalogueError, UsageError
 from conformance.model import Harness, Scenario, Severity, Side, expect, step

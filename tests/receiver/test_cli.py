@@ -128,7 +128,7 @@ def test_a_real_receiver_process_serves_signed_requests(tmp_path: Path) -> None:
 
 
 def test_every_option_is_documented() -> None:
-    from receiver.cli import receiver_command
+    from receiver.commands.receiver import receiver_command
 
     docs = (Path(__file__).resolve().parents[2] / "docs" / "receiver.md").read_text()
     for parameter in receiver_command.params:

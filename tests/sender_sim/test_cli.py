@@ -19,7 +19,7 @@ from conformance.cli import main
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
 from sender_sim import SQLiteStore
-from sender_sim.cli_support import describe_row
+from sender_sim.commands.support import describe_row
 from tests.sender_sim.test_cli_support import OTHER_SECRET, SECRET, ScriptedReceiver, scripted
 
 Capsys = pytest.CaptureFixture[str]

@@ -11,9 +11,9 @@ import click
 import pytest
 
 from conformance.cli import cli
-from sender_sim.sandbox import FAULT_NAMES
-from sender_sim.sandbox_repl import COMMANDS
-from sender_sim.sandbox_templates import load_templates
+from sender_sim.sandbox.engine import FAULT_NAMES
+from sender_sim.sandbox.templates import load_templates
+from sender_sim.sandbox.terminal import COMMANDS
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 

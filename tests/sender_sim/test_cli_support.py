@@ -30,7 +30,7 @@ from receiver.exceptions import ReceiverError
 from receiver.server import running_server
 from receiver.signing import Secret, Verifier, scheme_named
 from sender_sim import FaultPlan, Simulator, SQLiteStore, VirtualClock
-from sender_sim.cli_support import (
+from sender_sim.commands.support import (
     describe_row,
     open_store,
     parse_deadline,

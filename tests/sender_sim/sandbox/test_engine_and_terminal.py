@@ -25,9 +25,9 @@ from sender_sim import (
     VirtualClock,
 )
 from sender_sim.exceptions import ConfigurationError, NotFound
-from sender_sim.sandbox import FAULT_NAMES, SandboxEngine, SandboxEvent
-from sender_sim.sandbox_repl import COMMANDS, SandboxShell, interact
-from sender_sim.sandbox_templates import load_templates
+from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine, SandboxEvent
+from sender_sim.sandbox.templates import load_templates
+from sender_sim.sandbox.terminal import COMMANDS, SandboxShell, interact
 from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
 T0 = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)

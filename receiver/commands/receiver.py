@@ -15,11 +15,13 @@ from datetime import timedelta
 import click
 
 from receiver.app import DEFAULT_DB, ReceiverSettings, build_verifier, create_app
+from receiver.commands.console import make_console
+from receiver.commands.options import db_option, scheme_option, secret_option
 from receiver.exceptions import ConfigurationError, ReceiverError
 from receiver.middleware import DEFAULT_MAX_BODY
 from receiver.probe import DEFAULT_PROBE_PREFIX
 from receiver.server import bind_socket, serve
-from receiver.signing import DEFAULT_TOLERANCE_S, SCHEMES
+from receiver.signing import DEFAULT_TOLERANCE_S
 
 __all__ = ["check_database", "receiver_command"]
 
@@ -55,18 +57,10 @@ def check_database(settings: ReceiverSettings) -> None:
 @click.option(
     "--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="0: any."
 )
-@click.option(
-    "--secret",
-    "secrets",
-    multiple=True,
-    envvar="HOOKPROOF_SECRET",
-    help="Signing secret (whsec_… for standard); repeat for rotation. "
-    "Env: HOOKPROOF_SECRET, several separated by spaces.",
-)
-@click.option(
-    "--db",
+@secret_option()
+@db_option(
     default=DEFAULT_DB,
-    show_default=True,
+    metavar="LOCATION",
     help="Inbox: a SQLite file path, postgresql://… or :memory:.",
 )
 @click.option("--path", default="/webhooks", show_default=True, help="Webhook path to guard.")
@@ -76,7 +70,12 @@ def check_database(settings: ReceiverSettings) -> None:
     default=None,
     help="Enable the probe with this bearer token (env: HOOKPROOF_PROBE_TOKEN).",
 )
-@click.option("--probe-prefix", default=DEFAULT_PROBE_PREFIX, show_default=True)
+@click.option(
+    "--probe-prefix",
+    default=DEFAULT_PROBE_PREFIX,
+    show_default=True,
+    help="Path prefix of the probe: GET {prefix}/{event_id}.",
+)
 @click.option(
     "--tolerance",
     type=click.IntRange(min=0),
@@ -84,7 +83,7 @@ def check_database(settings: ReceiverSettings) -> None:
     show_default=True,
     help="Accepted timestamp skew, seconds, both directions.",
 )
-@click.option("--scheme", type=click.Choice(sorted(SCHEMES)), default="standard", show_default=True)
+@scheme_option(help="The signing scheme the sender uses.")
 @click.option(
     "--max-body",
     type=click.IntRange(min=1),
@@ -110,6 +109,7 @@ def check_database(settings: ReceiverSettings) -> None:
     type=click.Choice(["critical", "error", "warning", "info", "debug"]),
     default="info",
     show_default=True,
+    help="How much the server logs.",
 )
 def receiver_command(
     host: str,
@@ -147,9 +147,8 @@ def receiver_command(
     sock = bind_socket(host, port)
     bound = sock.getsockname()[1]
     probe = f", probe {probe_prefix}/<event_id>" if probe_token else ""
-    click.echo(
+    make_console(stderr=True).print(
         f"hookproof receiver listening on http://{host}:{bound}{path} "
-        f"(scheme {scheme}, inbox {_redacted(db)}{probe})",
-        err=True,
+        f"(scheme {scheme}, inbox {_redacted(db)}{probe})"
     )
     serve(create_app(settings), sock, log_level=log_level)

@@ -10,8 +10,8 @@ import httpx
 import pytest
 
 from sender_sim import Simulator, SQLiteStore, State, VirtualClock
-from sender_sim.sandbox import FAULT_NAMES, SandboxEngine
-from sender_sim.sandbox_web import create_dashboard
+from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine
+from sender_sim.sandbox.web import create_dashboard
 from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
 pytestmark = pytest.mark.anyio

@@ -16,7 +16,7 @@ import pytest
 from conformance.cli import main
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
-from sender_sim.sandbox_cli import PROMPT, prompted, stream_lines
+from sender_sim.sandbox.cli import PROMPT, prompted, stream_lines
 from tests.sender_sim.test_cli_support import SECRET
 
 Capsys = pytest.CaptureFixture[str]

@@ -4,10 +4,11 @@ in a local web dashboard.
 Everything is validated before anything runs (URL, secrets, templates, faults, deadline, database,
 the dashboard's port), so a bad option is one line and exit status 2. Then the command prints a
 live line for every attempt and transition, reads commands from stdin (see
-:mod:`sender_sim.sandbox_repl`; ``quit`` or the end of input ends it, exit status 0) and, unless
-``--no-dashboard``, serves :mod:`sender_sim.sandbox_web` on ``127.0.0.1`` only — all three on one
-event loop over one :class:`~sender_sim.sandbox.SandboxEngine`. Standard input is read by a daemon
-thread that hands lines to the loop, so a blocked read never holds the process open.
+:mod:`sender_sim.sandbox.terminal`; ``quit`` or the end of input ends it, exit status 0) and,
+unless ``--no-dashboard``, serves :mod:`sender_sim.sandbox.web` on ``127.0.0.1`` only — all three
+on one event loop over one :class:`~sender_sim.sandbox.engine.SandboxEngine`. Standard input is
+read by a daemon thread that hands lines to the loop, so a blocked read never holds the process
+open.
 """
 
 from __future__ import annotations
@@ -25,15 +26,16 @@ import click
 import httpx
 import uvicorn
 
+from receiver.commands.console import make_console
 from receiver.server import LOOPBACK, bind_socket, server_config
-from sender_sim.cli import (
+from sender_sim.commands.options import (
     db_option,
     policy_option,
     scheme_option,
     secret_option,
     seed_option,
 )
-from sender_sim.cli_support import (
+from sender_sim.commands.support import (
     open_store,
     parse_duration,
     session_clock,
@@ -42,10 +44,10 @@ from sender_sim.cli_support import (
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import Fault
 from sender_sim.policy import policy_named
-from sender_sim.sandbox import SandboxEngine, SandboxEvent
-from sender_sim.sandbox_repl import SandboxShell, interact
-from sender_sim.sandbox_templates import TemplateSet, load_templates
-from sender_sim.sandbox_web import create_dashboard
+from sender_sim.sandbox.engine import SandboxEngine, SandboxEvent
+from sender_sim.sandbox.templates import TemplateSet, load_templates
+from sender_sim.sandbox.terminal import SandboxShell, interact
+from sender_sim.sandbox.web import create_dashboard
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
 
@@ -93,10 +95,6 @@ def _check_url(url: str) -> None:
         raise click.UsageError(f"--forward-to {url!r} is not a valid URL: {error}") from None
     if parsed.scheme not in ("http", "https") or not parsed.host:
         raise click.UsageError(f"--forward-to must be http(s)://host[:port]/path, got {url!r}")
-
-
-def _print(event: SandboxEvent) -> None:
-    click.echo(event.text)
 
 
 @click.command("sandbox")
@@ -255,8 +253,13 @@ async def _sandbox(
             deadline=deadline,
             fault_specs=faults,
         )
-        engine.subscribe(_print)
-        click.echo(
+        out = make_console()
+
+        def show(event: SandboxEvent) -> None:
+            out.print(event.text)
+
+        engine.subscribe(show)
+        out.print(
             f"hookproof sandbox: forwarding to {url} (scheme {scheme}, policy {policy_name}, "
             f"{'virtual' if virtual else 'real'} time, database {store_path})"
         )
@@ -265,17 +268,17 @@ async def _sandbox(
         if sock is not None:
             server = uvicorn.Server(server_config(create_dashboard(engine), log_level="warning"))
             serving = asyncio.create_task(server.serve(sockets=[sock]))
-            click.echo(f"dashboard: http://{LOOPBACK}:{sock.getsockname()[1]}/")
+            out.print(f"dashboard: http://{LOOPBACK}:{sock.getsockname()[1]}/")
         active = [name for name, spec in engine.faults().items() if spec]
         if active:
-            click.echo(f"faults on: {', '.join(active)}")
-        click.echo("Type help for commands; quit (or end of input) leaves.")
+            out.print(f"faults on: {', '.join(active)}")
+        out.print("Type help for commands; quit (or end of input) leaves.")
         runner = asyncio.create_task(engine.run())
-        shell = SandboxShell(engine, click.echo)
+        shell = SandboxShell(engine, out.print)
         try:
             lines = stream_lines(sys.stdin)
             if sys.stdin.isatty():  # an interactive terminal gets a prompt; a pipe does not
-                lines = prompted(lines, lambda text: click.echo(text, nl=False))
+                lines = prompted(lines, lambda text: out.print(text, end=""))
             await _until_done(interact(shell, lines), serving)
         finally:
             engine.stop()
@@ -283,4 +286,4 @@ async def _sandbox(
             if server is not None and serving is not None:
                 server.should_exit = True
                 await serving
-        click.echo("sandbox closed")
+        out.print("sandbox closed")

@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sender_sim.cli_support import (
+from sender_sim.clock import VirtualClock
+from sender_sim.commands.support import (
     emit_new_rows,
     next_due,
     parse_deadline,
@@ -34,7 +35,6 @@ from sender_sim.cli_support import (
     step_deliveries,
     unsettled,
 )
-from sender_sim.clock import VirtualClock
 from sender_sim.exceptions import (
     ConfigurationError,
     NotFound,
@@ -52,7 +52,7 @@ from sender_sim.records import (
     rfc3339,
 )
 from sender_sim.redrive import RedriveResult, RedriveScope
-from sender_sim.sandbox_templates import TemplateSet, load_templates
+from sender_sim.sandbox.templates import TemplateSet, load_templates
 from sender_sim.simulator import Simulator
 from sender_sim.store import DeliveryFilter
 

@@ -1,9 +1,9 @@
 """The sandbox's interactive commands: one line in, engine calls and text out.
 
 :class:`SandboxShell` parses a line (shell-style quoting) and calls the
-:class:`~sender_sim.sandbox.SandboxEngine`; it writes through a callable, so the same shell serves
-the terminal and the tests (which feed it lines). The commands are data (:data:`COMMANDS`: name,
-usage, what it does) — ``help`` prints them and the docs test checks each is documented::
+:class:`~sender_sim.sandbox.engine.SandboxEngine`; it writes through a callable, so the same shell
+serves the terminal and the tests (which feed it lines). The commands are data (:data:`COMMANDS`:
+name, usage, what it does) — ``help`` prints them and the docs test checks each is documented::
 
     publish [TYPE] [key=value…]        faults        fault on|off NAME[:k=v,…]
     list    dlq [REASON] [business_key=KEY]    explain ID    templates    help    quit
@@ -18,10 +18,11 @@ import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from typing import Any
 
-from sender_sim.cli_support import parse_fields
+from receiver.commands.console import table_lines
+from sender_sim.commands.support import parse_fields
 from sender_sim.exceptions import ConfigurationError, RedriveRefused, SimulatorError
 from sender_sim.records import DeadLetterReason, Delivery, rfc3339
-from sender_sim.sandbox import SandboxEngine
+from sender_sim.sandbox.engine import SandboxEngine
 
 __all__ = ["COMMANDS", "RESERVED_FIELDS", "SandboxShell", "interact"]
 
@@ -47,15 +48,6 @@ RESERVED_FIELDS = ("business_key", "deadline", "event_id")
 """``publish`` keys that set the event, not its data (``data.NAME=…`` sets such a data field)."""
 
 Write = Callable[[str], None]
-
-
-def _table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> list[str]:
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    lines = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip()]
-    lines.extend(
-        "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows
-    )
-    return lines
 
 
 class SandboxShell:
@@ -145,7 +137,7 @@ class SandboxShell:
             self.write("no deliveries yet; try: publish")
             return True
         headers = ("DELIVERY", "TYPE", "BUSINESS KEY", "STATE", "ATTEMPTS", "DEADLINE")
-        for line in _table(self._rows(items), headers):
+        for line in table_lines(headers, self._rows(items)):
             self.write(line)
         return True
 
@@ -170,7 +162,7 @@ class SandboxShell:
             counts = ", ".join(f"{k}: {n}" for k, n in sorted(keys.items()))
             self.write(f"  {reason}: {sum(keys.values())} ({counts})")
         headers = ("DELIVERY", "TYPE", "BUSINESS KEY", "STATE", "ATTEMPTS", "DEADLINE")
-        for line in _table(self._rows(items), headers):
+        for line in table_lines(headers, self._rows(items)):
             self.write(line)
         return True
 

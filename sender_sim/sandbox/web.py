@@ -27,7 +27,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from receiver.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
-from sender_sim.cli_support import describe_row, parse_fields, transition_text
+from sender_sim.commands.support import describe_row, parse_fields, transition_text
 from sender_sim.exceptions import (
     ConfigurationError,
     NotFound,
@@ -36,7 +36,7 @@ from sender_sim.exceptions import (
     SimulatorError,
 )
 from sender_sim.records import DeadLetterReason, Delivery, State, rfc3339
-from sender_sim.sandbox import FAULT_NAMES, SandboxEngine
+from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine
 
 __all__ = ["LOOPBACK_NAMES", "create_dashboard"]
 

@@ -1,0 +1,52 @@
+"""``hookproof demo``: the reference receiver on a free local port, checked with every scenario
+(the receiver-side ones over HTTP, the sender-side ones on the simulator in process)."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+
+import click
+
+from conformance.catalogue import CATALOGUE
+from conformance.commands.check import exit_status, run_settings
+from conformance.model import Harness
+from conformance.reporters import ConsoleReporter
+from conformance.session import run_sender_side
+from receiver.commands.console import make_console
+from receiver.commands.options import seed_option
+
+__all__ = ["demo_command"]
+
+
+@click.command("demo")
+@click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
+@click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
+@click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
+@seed_option(None, draws="the fuzzed cases (printed in the report)")
+def demo_command(
+    select: tuple[str, ...], json_path: str | None, junit_path: str | None, seed: int | None
+) -> int:
+    """Start the reference receiver on a free local port and check it with every scenario.
+
+    The receiver-side scenarios run over HTTP against it (the reports cover that run); the
+    sender-side scenarios then run on the simulator in process, so the whole catalogue runs."""
+    from conformance.demo import demo_settings, serving_reference_receiver
+
+    out = make_console()
+    with (
+        tempfile.TemporaryDirectory(prefix="hookproof-demo-") as workdir,
+        serving_reference_receiver(Path(workdir)) as served,
+    ):
+        out.print(f"reference receiver listening on {served.url} (SQLite inbox in {workdir})")
+        settings = demo_settings(served).merged(
+            {"select": select, "json": json_path, "junit": junit_path, "seed": seed}
+        )
+        receiver_side = run_settings(settings)
+    # The rest of the catalogue is about the sender: run it on the simulator, in process.
+    if not CATALOGUE.select(settings.select, settings.deselect, harness=Harness.S):
+        return receiver_side
+    out.print()
+    sender_side = asyncio.run(run_sender_side(settings, [ConsoleReporter()]))
+    return max(receiver_side, exit_status(sender_side))

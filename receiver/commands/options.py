@@ -1,0 +1,84 @@
+"""The options several ``hookproof`` commands share, each declared once: ``--secret``, ``--scheme``,
+``--seed``, ``--timeout`` and ``--db``.
+
+Each is a factory returning a click decorator, parametrised only where a command legitimately
+differs (a default that comes from a config file, what a seed draws, which database). The scheme
+choices are the scheme registry's names (:data:`receiver.signing.SCHEMES`), never a literal list.
+``receiver`` is the leaf every package may import, so the declarations live here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from receiver.signing import SCHEMES
+
+__all__ = [
+    "SECRET_ENV",
+    "db_option",
+    "scheme_option",
+    "secret_option",
+    "seed_option",
+    "timeout_option",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+SECRET_ENV = "HOOKPROOF_SECRET"
+"""The environment variable ``--secret`` falls back to (several secrets separated by spaces)."""
+
+
+def secret_option() -> Callable[[F], F]:
+    """``--secret`` (repeatable, into the ``secrets`` parameter), falling back to
+    :data:`SECRET_ENV`."""
+    return click.option(
+        "--secret",
+        "secrets",
+        multiple=True,
+        envvar=SECRET_ENV,
+        help="Signing secret (whsec_… for standard); repeat to use several at once (rotation). "
+        f"Env: {SECRET_ENV}, several separated by spaces.",
+    )
+
+
+def scheme_option(
+    default: str | None = "standard", *, help: str = "Signing scheme."
+) -> Callable[[F], F]:
+    """``--scheme``, one of the registered schemes. ``default=None`` leaves the choice to the
+    caller (a config file, say); ``help`` then says what the default is."""
+    return click.option(
+        "--scheme",
+        type=click.Choice(sorted(SCHEMES)),
+        default=default,
+        show_default=default is not None,
+        help=help,
+    )
+
+
+def seed_option(default: int | None = 0, *, draws: str = "the random draws") -> Callable[[F], F]:
+    """``--seed``: the integer seed of ``draws`` (the same seed replays the same run)."""
+    return click.option(
+        "--seed",
+        type=int,
+        default=default,
+        show_default=default is not None,
+        help=f"Seed of {draws}; the same seed replays the same run.",
+    )
+
+
+def timeout_option(*, default_text: str) -> Callable[[F], F]:
+    """``--timeout``: seconds to wait for each answer; unset (``None``) means ``default_text``."""
+    return click.option(
+        "--timeout",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        help=f"Seconds to wait for each answer (default: {default_text}).",
+    )
+
+
+def db_option(*, default: str, help: str, metavar: str = "PATH") -> Callable[[F], F]:
+    """``--db``: where a command keeps its state (which database, and its default, differ)."""
+    return click.option("--db", default=default, show_default=True, metavar=metavar, help=help)

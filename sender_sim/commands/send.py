@@ -1,0 +1,271 @@
+"""``hookproof send``: one signed event to a URL through the whole sender state machine.
+
+The command opens the sender database (``--db``, default ``hookproof-sender.sqlite`` in the current
+folder) so state survives between commands, builds a :class:`~sender_sim.simulator.Simulator` over
+it, prints every transition as it happens and returns its exit status: 0 delivered, 1
+dead-lettered; 2 for every usage or configuration error, printed by the root CLI as one line (a
+:class:`~sender_sim.exceptions.SimulatorError` or a click usage error, never a traceback).
+Secrets are never printed and never stored (the database keeps a fingerprint).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import click
+import httpx
+
+from receiver.commands.console import make_console
+from receiver.commands.options import timeout_option
+from sender_sim.commands.options import (
+    db_option,
+    json_option,
+    policy_option,
+    scheme_option,
+    secret_option,
+    seed_option,
+    time_option,
+)
+from sender_sim.commands.reports import delivery_json, row_json, row_printer, verdict
+from sender_sim.commands.support import (
+    open_store,
+    parse_deadline,
+    run_deliveries,
+    session_clock,
+    split_secrets,
+)
+from sender_sim.faults import FaultPlan
+from sender_sim.policy import Policy, policy_named
+from sender_sim.records import State, rfc3339
+from sender_sim.simulator import Simulator
+from sender_sim.store import SQLiteStore
+
+__all__ = ["DEFAULT_EVENT_TYPE", "EventSpec", "load_event_file", "send_command"]
+
+DEFAULT_EVENT_TYPE = "hookproof.test"
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    """What ``--event FILE`` contributes: a data object, or a complete body sent byte for byte."""
+
+    data: dict[str, Any] | None = None
+    body: bytes | None = None
+    event_type: str | None = None
+    event_id: str | None = None
+
+
+def load_event_file(path: str) -> EventSpec:
+    """Read ``--event FILE``: a JSON object. With top-level ``type`` and ``data`` it is the whole
+    body (sent byte for byte; ``id`` is the event id when present); otherwise it is the ``data``."""
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as error:
+        raise click.UsageError(
+            f"cannot read --event {path}: {error.strerror or type(error).__name__}"
+        ) from None
+    try:
+        document = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise click.UsageError(f"--event {path} is not UTF-8 text") from None
+    except json.JSONDecodeError as error:
+        raise click.UsageError(
+            f"--event {path} is not valid JSON (line {error.lineno}, column {error.colno}: "
+            f"{error.msg})"
+        ) from None
+    if not isinstance(document, dict):
+        raise click.UsageError(f"--event {path} must hold a JSON object")
+    if "type" in document and "data" in document:
+        if not isinstance(document["type"], str) or not document["type"].strip():
+            raise click.UsageError(f"--event {path}: 'type' must be a non-empty string")
+        event_id = document.get("id")
+        return EventSpec(
+            body=raw,
+            event_type=document["type"],
+            event_id=event_id if isinstance(event_id, str) else None,
+        )
+    return EventSpec(data=document)
+
+
+def _check_url(url: str) -> str:
+    """``url`` when it is an absolute http(s) URL, else a usage error."""
+    try:
+        parsed = httpx.URL(url)
+    except httpx.InvalidURL as error:
+        raise click.UsageError(f"URL {url!r} is not a valid URL: {error}") from None
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        raise click.UsageError(f"URL must be http(s)://host[:port]/path, got {url!r}")
+    return url
+
+
+def _policy(name: str, timeout: float | None) -> Policy:
+    policy = policy_named(name)
+    if timeout is not None:
+        wait = timedelta(seconds=timeout)
+        policy = policy.with_(timeout=wait, lease_duration=max(policy.lease_duration, wait * 2))
+    return policy
+
+
+@click.command("send")
+@click.argument("url")
+@secret_option
+@scheme_option
+@click.option(
+    "--event",
+    "event_file",
+    default=None,
+    metavar="FILE",
+    help="JSON event: the data object, or a whole body with top-level type and data.",
+)
+@click.option("--event-type", default=None, help=f"Event type (default {DEFAULT_EVENT_TYPE}).")
+@click.option("--event-id", default=None, help="Event id (default: a fresh random evt_… id).")
+@click.option("--business-key", default=None, help="Business key, e.g. ren_18427 (for DLQ).")
+@click.option(
+    "--deadline",
+    default="+24h",
+    show_default=True,
+    help="RFC 3339 time, or a duration from now such as +30m or 2h.",
+)
+@policy_option
+@timeout_option(default_text="the policy's")
+@click.option(
+    "--fault",
+    "faults",
+    multiple=True,
+    metavar="NAME[:k=v,…]",
+    help="Inject a fault (repeatable), e.g. crash_after_send:attempts=1.",
+)
+@click.option(
+    "--endpoint-id", default=None, help="Name the endpoint in the database (default: the URL)."
+)
+@seed_option
+@time_option
+@db_option
+@json_option
+def send_command(
+    url: str,
+    secrets: tuple[str, ...],
+    scheme: str,
+    event_file: str | None,
+    event_type: str | None,
+    event_id: str | None,
+    business_key: str | None,
+    deadline: str,
+    policy_name: str,
+    timeout: float | None,
+    faults: tuple[str, ...],
+    endpoint_id: str | None,
+    seed: int,
+    virtual: bool,
+    db: str,
+    as_json: bool,
+) -> int:
+    """Send one signed event to URL through the whole sender state machine.
+
+    Prints every transition as it happens, then the final state and its explanation. Exit status:
+    0 delivered, 1 dead-lettered, 2 usage or configuration error.
+    """
+    _check_url(url)
+    keys = split_secrets(secrets)
+    if not keys:
+        raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")
+    spec = load_event_file(event_file) if event_file else EventSpec()
+    plan = FaultPlan.parse(faults, seed=seed)
+    policy = _policy(policy_name, timeout)
+    store = open_store(db)
+    try:
+        return asyncio.run(
+            _send(
+                store,
+                url=url,
+                keys=keys,
+                scheme=scheme,
+                spec=spec,
+                event_type=event_type,
+                event_id=event_id,
+                business_key=business_key,
+                deadline=deadline,
+                policy=policy,
+                plan=plan,
+                endpoint_id=endpoint_id or url,
+                seed=seed,
+                virtual=virtual,
+                as_json=as_json,
+            )
+        )
+    finally:
+        store.close()
+
+
+async def _send(
+    store: SQLiteStore,
+    *,
+    url: str,
+    keys: Sequence[str],
+    scheme: str,
+    spec: EventSpec,
+    event_type: str | None,
+    event_id: str | None,
+    business_key: str | None,
+    deadline: str,
+    policy: Policy,
+    plan: FaultPlan,
+    endpoint_id: str,
+    seed: int,
+    virtual: bool,
+    as_json: bool,
+) -> int:
+    out = make_console()
+    async with httpx.AsyncClient() as client:
+        sim = Simulator(
+            store,
+            clock=session_clock(store, virtual=virtual),
+            policy=policy,
+            client=client,
+            seed=seed,
+            faults=plan,
+        )
+        deadline_at = parse_deadline(deadline, sim.now())
+        sim.add_endpoint(endpoint_id, url, keys, scheme=scheme)
+        delivery_id = sim.publish(
+            endpoint_id=endpoint_id,
+            deadline_at=deadline_at,
+            event_type=event_type or spec.event_type or DEFAULT_EVENT_TYPE,
+            data=spec.data,
+            body=spec.body,
+            business_key=business_key,
+            event_id=event_id or spec.event_id or f"evt_{uuid.uuid4().hex}",
+            delivery_id=f"del_{uuid.uuid4().hex}",
+        )
+        delivery = sim.delivery(delivery_id)
+        if not as_json:
+            out.print(
+                f"Sending event {delivery.event_id} as delivery {delivery_id} to {url} "
+                f"(scheme {scheme}, policy {policy.name}, "
+                f"{'virtual' if virtual else 'real'} time, deadline {rfc3339(deadline_at)})"
+            )
+        await run_deliveries(sim, [delivery_id], on_row=None if as_json else row_printer(out))
+        delivery = sim.delivery(delivery_id)
+        explanation = sim.explain(delivery_id)
+        if as_json:
+            document = delivery_json(sim, delivery)
+            document.update(
+                policy=policy.name,
+                clock="virtual" if virtual else "real",
+                ledger=[row_json(r) for r in sim.ledger(delivery_id)],
+                explanation=explanation,
+            )
+            click.echo(json.dumps(document, indent=2))
+        else:
+            out.print()
+            out.print(f"Result: {verdict(delivery)}")
+            out.print()
+            out.print(explanation)
+        return 0 if delivery.state is State.DELIVERED else 1

@@ -1,0 +1,1 @@
+"""Tests of the sandbox package (sender_sim/sandbox/)."""
