@@ -14,10 +14,10 @@ import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from conformance.exchange import Exchange
+from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.results import Failure
-from conformance.wire_harness import WireRun
 
 __all__ = ["RECEIVER_CHECKS", "Unjudged", "status_matches"]
 

@@ -160,10 +160,10 @@ class _Session:
 
     async def _open(self) -> Any:
         from conformance.asgi import app_client, import_app
+        from conformance.harnesses.http import WireHarness
         from conformance.model import Harness
         from conformance.reachability import wait_until_answering
         from conformance.session import url_client, wire_options
-        from conformance.wire_harness import WireHarness
 
         settings = self.settings()
         self.stack = contextlib.AsyncExitStack()

@@ -15,14 +15,15 @@ from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings
 from conformance.engine import execute
 from conformance.events import Event, RunFinished
+from conformance.harnesses.http import WireHarness
+from conformance.harnesses.signed_requests import WireScheme
+from conformance.harnesses.state import WireOptions
 from conformance.model import Harness, Scenario
 from conformance.payloads import DEFAULT_TEMPLATE, PayloadFactory, load_template
 from conformance.probe import Probe
 from conformance.reachability import wait_until_answering
 from conformance.reporters import Reporter
 from conformance.results import Summary
-from conformance.wire import WireScheme
-from conformance.wire_harness import WireHarness, WireOptions
 from receiver.signing import Secret
 
 __all__ = [
@@ -111,7 +112,7 @@ async def run_check(
 async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]) -> Summary:
     """Run the selected sender-side (S) scenarios: sender_sim on a virtual clock against a
     scripted in-process receiver. No endpoint is involved; ``settings.url`` is not needed."""
-    from conformance.sender_harness import SenderHarness
+    from conformance.harnesses.simulated import SenderHarness
 
     seed = _seed(settings)
     scenarios = plan(settings, Harness.S)

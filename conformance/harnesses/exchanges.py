@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from conformance.wire import REDACTED, WireRequest
+from conformance.harnesses.signed_requests import REDACTED, WireRequest
 
 __all__ = ["SAMPLE_CHARS", "Exchange", "scrub"]
 

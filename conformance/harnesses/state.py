@@ -1,12 +1,12 @@
-"""The wire harness (R and C): each step becomes the signed HTTP request a receiver would see.
+"""The per-scenario state every harness shares: the run's options, its events and exchanges.
 
-The same interpreter serves both harnesses; only the ``httpx.AsyncClient`` differs (an
-``ASGITransport`` for an app in process, real HTTP for a URL). Wire-level steps (``deliver`` and
-its mutations, fuzzed headers, identical concurrent copies, latency samples) are looked up in
-:data:`ACTIONS`; sender-level steps (``publish``, ``attempt``, ``redrive`` …) are performed by the
-sender simulator through a recording transport (:mod:`conformance.sender_driver`), so that six
-hours of backoff run on its virtual clock while the signatures carry real time. Expectations are
-judged by :data:`conformance.checks.RECEIVER_CHECKS` from the recorded exchanges and the probe.
+:class:`WireOptions` is what a harness knows about the endpoint and the run; :class:`WireRun` is
+one scenario's state under it — the events it made up (id and body), every exchange recorded (the
+runner's own requests and the sender simulator's), the notes for the report and the values to
+redact — plus the signing and sending of one request. The HTTP harness
+(:mod:`conformance.harnesses.http`) and the simulated one (:mod:`conformance.harnesses.simulated`)
+both build a ``WireRun``; the checks (:mod:`conformance.checks`, :mod:`conformance.sender_checks`)
+only read it.
 """
 
 from __future__ import annotations
@@ -15,29 +15,25 @@ import asyncio
 import itertools
 import random
 import secrets as secrets_module
-import tempfile
 import time
 from base64 import b64encode
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from conformance.exceptions import HarnessError
-from conformance.exchange import Exchange
-from conformance.model import Harness, Scenario, Side
+from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.signed_requests import WireRequest, WireScheme, tamper
 from conformance.payloads import PayloadFactory
 from conformance.probe import Probe
-from conformance.results import Failure, Outcome, ScenarioResult
-from conformance.wire import WireRequest, WireScheme, tamper
 from receiver.signing import Secret
 
 if TYPE_CHECKING:
-    from conformance.sender_driver import SenderDriver
+    from conformance.harnesses.sender_steps import SenderDriver
 
-__all__ = ["ACTIONS", "WireHarness", "WireOptions", "WireRun", "action"]
+__all__ = ["EventOnWire", "RateLimiter", "WireOptions", "WireRun"]
 
 BODY_LIMIT = 64 * 1024
 
@@ -253,179 +249,3 @@ def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
     if scheme.name == "standard":
         return Secret("whsec_" + b64encode(raw).decode())
     return Secret("wrong_" + raw.hex())
-
-
-ActionFn = Callable[[WireRun, Mapping[str, Any]], Awaitable[None]]
-ACTIONS: dict[str, ActionFn] = {}
-"""The wire harness's step interpreters, by action name."""
-
-
-def action(name: str) -> Callable[[ActionFn], ActionFn]:
-    def register(fn: ActionFn) -> ActionFn:
-        ACTIONS[name] = fn
-        return fn
-
-    return register
-
-
-@action("deliver")
-async def _deliver(run: WireRun, args: Mapping[str, Any]) -> None:
-    event = run.event(args["event"], body=args.get("body", "template"))
-    request = run.signed(event, skew=run.skew(args), mutation=args.get("mutation", "none"))
-    await run.send(args["label"], request, event.event_id)
-
-
-@action("deliver_fuzzed")
-async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
-    event = run.event(args["event"])
-    good = run.signed(event)
-    signed = {k: v.decode("latin-1") for k, v in good.headers if k != "content-type"}
-    for headers in run.options.scheme.malformed(signed, run.rng, int(args.get("cases", 12))):
-        wire = (("content-type", b"application/json"), *headers.items())
-        await run.send(
-            args["label"], WireRequest(run.options.url, wire, event.body), event.event_id
-        )
-
-
-@action("deliver_many")
-async def _deliver_many(run: WireRun, args: Mapping[str, Any]) -> None:
-    count = int(args.get("count") or run.options.samples)
-    for index in range(count):
-        event = run.event(f"sample-{index}")
-        await run.send(args["label"], run.signed(event), event.event_id)
-
-
-@action("deliver_concurrently")
-async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
-    event = run.event(args["event"])
-    copies = int(args.get("copies") or run.options.concurrency)
-    request = run.signed(event)  # identical copies: the same bytes and the same signature
-    await asyncio.gather(*(run.send(args["label"], request, event.event_id) for _ in range(copies)))
-
-
-@action("script")
-async def _script(run: WireRun, args: Mapping[str, Any]) -> None:
-    """Scripts only the S harness's stand-in receiver; a real receiver answers for itself."""
-    run.notes.append("the receiver under test answers for itself (script ignored)")
-
-
-def _sender_steps(scenario: Scenario) -> bool:
-    from conformance.sender_driver import SENDER_ACTIONS
-
-    return any(
-        step.action in SENDER_ACTIONS and step.action not in ACTIONS for step in scenario.steps
-    )
-
-
-class WireHarness:
-    """Runs receiver-side scenarios over one ``httpx.AsyncClient`` (R or C)."""
-
-    def __init__(self, options: WireOptions, client: httpx.AsyncClient, harness: Harness) -> None:
-        self.options = options
-        self.client = client
-        self.harness = harness
-        self.limiter = RateLimiter(options.rate_limit)
-
-    def skip_reason(self, scenario: Scenario) -> str | None:
-        if self.options.scheme.name not in scenario.schemes:
-            return f"does not apply to the {self.options.scheme.name} scheme"
-        if scenario.needs_probe and self.options.probe is None:
-            return "needs a probe (--probe, --probe-token) to observe effects"
-        return None
-
-    def observed_by(self, scenario: Scenario) -> str | None:
-        if not scenario.judges_effects and not scenario.needs_probe:
-            return None
-        return "probe" if self.options.probe is not None else "status"
-
-    async def run(self, scenario: Scenario) -> ScenarioResult:
-        from conformance.checks import RECEIVER_CHECKS, Unjudged
-
-        started = time.perf_counter()
-        observed_by = self.observed_by(scenario)
-
-        def result(
-            outcome: Outcome, failures: Sequence[Failure] = (), message: str = ""
-        ) -> ScenarioResult:
-            return ScenarioResult(
-                scenario,
-                outcome,
-                observed_by,
-                time.perf_counter() - started,
-                tuple(failures),
-                message,
-                self.harness.value,
-            )
-
-        reason = self.skip_reason(scenario)
-        if reason is not None:
-            return result(Outcome.SKIPPED, message=reason)
-        seed = self.options.seed
-        run = WireRun(
-            self.options,
-            self.client,
-            self.limiter,
-            random.Random(f"{seed}:{scenario.id}"),
-            scenario.id,
-        )
-        failures: list[Failure] = []
-        workdir = tempfile.TemporaryDirectory(prefix="hookproof-sender-")
-        try:
-            driver = self._driver(run, scenario, Path(workdir.name))
-            for step in scenario.steps:
-                if step.action in ACTIONS:
-                    await ACTIONS[step.action](run, step.args)
-                else:
-                    assert driver is not None
-                    from conformance.sender_driver import SENDER_ACTIONS
-
-                    await SENDER_ACTIONS[step.action](driver, step.args)
-            for expectation in scenario.expectations_of(Side.RECEIVER):
-                verdict = await RECEIVER_CHECKS[expectation.check](run, expectation)
-                if isinstance(verdict, Failure):
-                    failures.append(verdict)
-                elif isinstance(verdict, Unjudged):
-                    run.notes.append(verdict.reason)
-        except HarnessError as error:
-            return result(Outcome.ERROR, message=str(error))
-        except Exception as error:  # a runner problem becomes an error outcome, never a crash
-            return result(Outcome.ERROR, message=f"{error.__class__.__name__}: {error}")
-        finally:
-            if run.driver is not None:
-                await run.driver.close()
-            workdir.cleanup()
-        return result(Outcome.FAILED if failures else Outcome.PASSED, failures)
-
-    def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver | None:
-        """A sender simulator whose requests go to this harness's endpoint, if steps need one."""
-        if not _sender_steps(scenario):
-            return None
-        from conformance.sender_driver import RecordingTransport, SenderDriver
-
-        options = self.options
-
-        async def forward(request: httpx.Request) -> httpx.Response:
-            await run.limiter.wait()
-            return await run.client.send(request)
-
-        transport = RecordingTransport(forward, run.record, options.timeout)
-        driver = SenderDriver(
-            transport=transport,
-            url=options.url,
-            scheme=options.scheme.name,
-            secrets=[s.value for s in options.scheme.secrets],
-            make_body=lambda eid, ref, variant: options.payloads.body(
-                eid, variant=variant, reference=ref
-            ),
-            new_event_id=run.new_event_id,
-            seed=options.seed,
-            virtual_wire_clock=False,
-            store_dir=workdir,
-            timeout_s=options.timeout,
-            concurrency=options.concurrency,
-        )
-        driver.prepare(scenario.steps)
-        for label, tracked in driver.events.items():
-            run.events[label] = EventOnWire(tracked.event_id, tracked.body)
-        run.driver = driver
-        return driver
