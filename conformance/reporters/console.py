@@ -8,7 +8,14 @@ from typing import TextIO
 
 import click
 
-from conformance.events import Event, RunFinished, RunStarted, ScenarioFinished, ScenarioStarted
+from conformance.events import (
+    Event,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+    ScenarioFinished,
+    ScenarioStarted,
+)
 from conformance.reporters.text import describe_result
 from conformance.results import Outcome, ScenarioResult
 
@@ -68,6 +75,12 @@ class ConsoleReporter:
                 f"{prefix}[{event.index:>{width}}/{event.total}] {self._paint(result.outcome)} "
                 f"{result.scenario.id} ({result.duration_s * 1000:.0f} ms){extra}"
             )
+        elif isinstance(event, RunInterrupted):
+            prefix = "\r\x1b[2K" if self.live else ""
+            self._echo(
+                f"{prefix}run stopped: {event.reason} "
+                f"({event.completed} of {event.total} scenarios finished)"
+            )
         elif isinstance(event, RunFinished):
             self._summary(event)
 
@@ -99,4 +112,5 @@ class ConsoleReporter:
         self._echo(
             f"{summary.passed} passed, {summary.failed} failed, {summary.skipped} skipped, "
             f"{summary.errors} errors in {event.duration_s:.2f} s"
+            + (" (run stopped early)" if event.interrupted else "")
         )
