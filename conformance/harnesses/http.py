@@ -40,9 +40,17 @@ def _sender_steps(scenario: Scenario) -> bool:
 class WireHarness:
     """Runs receiver-side scenarios over one ``httpx.AsyncClient`` (R or C)."""
 
-    def __init__(self, options: WireOptions, client: httpx.AsyncClient, harness: Harness) -> None:
+    def __init__(
+        self,
+        options: WireOptions,
+        client: httpx.AsyncClient,
+        harness: Harness,
+        *,
+        probe_client: httpx.AsyncClient | None = None,
+    ) -> None:
         self.options = options
         self.client = client
+        self.probe_client = probe_client
         self.harness = harness
         self.limiter = RateLimiter(options.rate_limit)
 
@@ -85,6 +93,7 @@ class WireHarness:
             self.limiter,
             random.Random(f"{seed}:{scenario.id}"),
             scenario.id,
+            probe_client=self.probe_client,
         )
         failures: list[Failure] = []
         workdir = tempfile.TemporaryDirectory(prefix="hookproof-sender-")

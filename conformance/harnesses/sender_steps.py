@@ -117,7 +117,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                     wire,
                     None,
                     time.perf_counter() - started,
-                    error=f"{error.__class__.__name__}",
+                    error=f"no answer: {error.__class__.__name__}",
                     event_id=event_id,
                 ),
             )

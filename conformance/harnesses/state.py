@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from conformance.exceptions import HarnessError
+from conformance.deadline import request_within
+from conformance.exceptions import DeadlineExceeded, HarnessError
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.signed_requests import WireRequest, WireScheme, tamper
 from conformance.payloads import PayloadFactory
@@ -98,7 +99,15 @@ class WireRun:
     notes: list[str] = field(default_factory=list)
     driver: SenderDriver | None = None
     sensitive: set[str] = field(default_factory=set)
+    probe_client: httpx.AsyncClient | None = None
+    """The probe's own client (its own connection pool); ``None``: the webhooks' client."""
     _counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def probe_http(self) -> httpx.AsyncClient:
+        """The client the probe is read through: a receiver that closes its connections after a
+        500 then cannot make the probe's read fail."""
+        return self.probe_client if self.probe_client is not None else self.client
 
     # -- events -------------------------------------------------------------------------------
 
@@ -179,24 +188,22 @@ class WireRun:
         started = time.perf_counter()
         timeout = self.options.timeout
         try:
-            response = await asyncio.wait_for(
-                self.client.request(
-                    request.method,
-                    request.url,
-                    headers=request.httpx_headers(),
-                    content=request.body,
-                    timeout=timeout,
-                ),
-                timeout,
+            response = await request_within(
+                self.client,
+                request.method,
+                request.url,
+                headers=request.httpx_headers(),
+                content=request.body,
+                within_s=timeout,
             )
         except httpx.LocalProtocolError as error:
             raise HarnessError(f"the runner built an invalid request: {error}") from None
-        except (TimeoutError, httpx.TimeoutException):
+        except DeadlineExceeded as late:
             exchange = Exchange(
                 request,
                 None,
                 time.perf_counter() - started,
-                error=f"no answer within {timeout:g} s (timeout)",
+                error=late.describe(),
                 event_id=event_id,
             )
         except httpx.HTTPError as error:
@@ -204,7 +211,7 @@ class WireRun:
                 request,
                 None,
                 time.perf_counter() - started,
-                error=f"{error.__class__.__name__}: the request failed",
+                error=f"no answer: {error.__class__.__name__}: the request failed",
                 event_id=event_id,
             )
         else:
