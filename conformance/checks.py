@@ -14,10 +14,10 @@ import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
-from conformance.exchange import Exchange
+from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.results import Failure
-from conformance.wire_harness import WireRun
 
 __all__ = ["RECEIVER_CHECKS", "Unjudged", "status_matches"]
 
@@ -135,7 +135,7 @@ async def _effects(run: WireRun, expectation: Expectation) -> Verdict:
     if event is None:
         return Failure(expectation.describe(), f"event {label!r} was never sent", "")
     await run.limiter.wait()
-    snapshot = await probe.read(run.client, event.event_id, run.options.timeout)
+    snapshot = await probe.read(run.probe_http, event.event_id, run.options.timeout)
     if snapshot.effects != int(expectation.args["equals"]):
         return await _probe_failure(run, expectation, label, snapshot.describe())
     return None
@@ -149,7 +149,7 @@ async def _committed(run: WireRun, expectation: Expectation) -> Verdict:
         return Unjudged("no probe: commit not observed")
     label = expectation.args["event"]
     await run.limiter.wait()
-    snapshot = await probe.read(run.client, run.events[label].event_id, run.options.timeout)
+    snapshot = await probe.read(run.probe_http, run.events[label].event_id, run.options.timeout)
     if snapshot.status != "committed" or snapshot.effects < 1:
         return await _probe_failure(run, expectation, label, snapshot.describe())
     return None

@@ -39,6 +39,8 @@ class CheckSettings:
     concurrency: int = 8
     rate_limit: float | None = None
     wait_for_endpoint: float = 0.0
+    max_time: float | None = None
+    """The whole run's time budget in seconds (``None``: unbounded); see ``--max-time``."""
     seed: int | None = None
     event_template: str | None = None
     tolerance: int = 300
@@ -88,6 +90,8 @@ class CheckSettings:
             raise UsageError("tolerance, margin and samples must be positive")
         if self.wait_for_endpoint < 0:
             raise UsageError("--wait-for-endpoint must not be negative")
+        if self.max_time is not None and not self.max_time > 0:
+            raise UsageError("--max-time must be positive")
         return self
 
 
@@ -104,6 +108,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "timeout": (int, float),
     "rate_limit": (int, float),
     "wait_for_endpoint": (int, float),
+    "max_time": (int, float),
     "concurrency": int,
     "seed": int,
     "tolerance": int,

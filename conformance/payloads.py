@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.exceptions import UsageError
-from conformance.wire import unusual_json
+from conformance.harnesses.signed_requests import unusual_json
 
 __all__ = ["DEFAULT_TEMPLATE", "PayloadFactory", "load_template"]
 

@@ -3,6 +3,12 @@
 A receiver in any language may implement it so that the runner observes effects, not only status
 codes: ``200 {"event_id", "status": "committed"|"in_flight", "effects": int, "deliveries": int}``
 or ``404`` for an event it never recorded.
+
+The runner reads it through a client of its own (its own connection pool), so a receiver that
+closes its connections after answering a webhook 500 is reported as a 500, not as a probe fault;
+a read that finds a connection closed under it is tried once more (a GET is idempotent). Before the
+first scenario, :meth:`Probe.preflight` reads it once: a wrong token or a probe that breaks the
+contract is then one :class:`~conformance.exceptions.ProbeUnusable`, not an error per scenario.
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ from urllib.parse import quote
 
 import httpx
 
-from conformance.exceptions import HarnessError
+from conformance.deadline import request_within
+from conformance.exceptions import DeadlineExceeded, HarnessError, ProbeUnusable
 
 __all__ = ["Probe", "ProbeSnapshot"]
 
@@ -47,25 +54,69 @@ class Probe:
         return f"curl -sS -H 'Authorization: Bearer {token}' '{self.url(event_id)}'"
 
     async def read(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> ProbeSnapshot:
+        """What the probe says about ``event_id`` (a :class:`HarnessError` when it cannot say)."""
+        return _snapshot(event_id, await self._get(client, event_id, wait_s))
+
+    async def preflight(self, client: httpx.AsyncClient, wait_s: float) -> None:
+        """Read the probe once for an event nobody sent, before the run: it must answer in time,
+        take the token, and answer 404 or a JSON object. Anything else is one
+        :class:`ProbeUnusable`. (A JSON object with the wrong fields errors each scenario that
+        reads it, naming the probe contract.)"""
+        where = f"the probe at {self.prefix}"
         try:
-            response = await client.get(
-                self.url(event_id),
-                headers={"authorization": f"Bearer {self.token}"},
-                timeout=wait_s,
+            response = await self._get(client, "evt_hookproof_probe_check", wait_s)
+        except HarnessError as error:
+            raise ProbeUnusable(f"{where}: {error}") from None
+        status = response.status_code
+        if status in (401, 403):
+            raise ProbeUnusable(f"{where} refused the token ({status}): check --probe-token")
+        if status not in (200, 404):
+            raise ProbeUnusable(
+                f"{where} answered {status} for an unknown event, expected 404 (is the URL the "
+                "probe's prefix?)"
             )
-        except httpx.HTTPError as error:
-            raise HarnessError(f"the probe did not answer: {error.__class__.__name__}") from None
-        if response.status_code == 404:
-            return ProbeSnapshot(event_id, None, 0, 0)
-        if response.status_code != 200:
-            raise HarnessError(f"the probe answered {response.status_code}, expected 200 or 404")
-        try:
-            data = response.json()
-            status, effects, deliveries = data["status"], data["effects"], data["deliveries"]
-        except (ValueError, KeyError, TypeError):
-            raise HarnessError("the probe's answer does not follow the probe contract") from None
-        if status not in ("committed", "in_flight") or not all(
-            isinstance(n, int) and not isinstance(n, bool) for n in (effects, deliveries)
-        ):
-            raise HarnessError("the probe's answer does not follow the probe contract")
-        return ProbeSnapshot(event_id, status, effects, deliveries)
+        if status == 200:
+            try:
+                shaped = isinstance(response.json(), dict)
+            except ValueError:
+                shaped = False
+            if not shaped:
+                raise ProbeUnusable(f"{where} answered 200 without a JSON object (probe contract)")
+
+    async def _get(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> httpx.Response:
+        headers = {"authorization": f"Bearer {self.token}"}
+        for last_try in (False, True):
+            try:
+                return await request_within(
+                    client, "GET", self.url(event_id), headers=headers, within_s=wait_s
+                )
+            except DeadlineExceeded as late:
+                raise HarnessError(f"the probe did not answer in time: {late.describe()}") from None
+            except (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError):
+                if last_try:
+                    raise HarnessError(
+                        "the probe did not answer: the connection closed under the read"
+                    ) from None
+            except httpx.HTTPError as error:
+                raise HarnessError(
+                    f"the probe did not answer: {error.__class__.__name__}"
+                ) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _snapshot(event_id: str, response: httpx.Response) -> ProbeSnapshot:
+    """The probe's answer read by its contract (a :class:`HarnessError` when it breaks it)."""
+    if response.status_code == 404:
+        return ProbeSnapshot(event_id, None, 0, 0)
+    if response.status_code != 200:
+        raise HarnessError(f"the probe answered {response.status_code}, expected 200 or 404")
+    try:
+        data = response.json()
+        status, effects, deliveries = data["status"], data["effects"], data["deliveries"]
+    except (ValueError, KeyError, TypeError):
+        raise HarnessError("the probe's answer does not follow the probe contract") from None
+    if status not in ("committed", "in_flight") or not all(
+        isinstance(n, int) and not isinstance(n, bool) for n in (effects, deliveries)
+    ):
+        raise HarnessError("the probe's answer does not follow the probe contract")
+    return ProbeSnapshot(event_id, status, effects, deliveries)

@@ -161,25 +161,19 @@ class _Session:
     async def _open(self) -> Any:
         from conformance.asgi import app_client, import_app
         from conformance.model import Harness
-        from conformance.reachability import wait_until_answering
-        from conformance.session import url_client, wire_options
-        from conformance.wire_harness import WireHarness
+        from conformance.session import open_http_harness, wire_options
 
         settings = self.settings()
         self.stack = contextlib.AsyncExitStack()
+        client = None
         if settings.app and not self.config.getoption("hookproof_url"):
             app = import_app(settings.app)
             client = await self.stack.enter_async_context(app_client(app, _BASE))
-        else:
-            client = await self.stack.enter_async_context(url_client(settings))
-            await wait_until_answering(
-                client,
-                settings.url,
-                within=settings.wait_for_endpoint,
-                answer_within=settings.timeout,
-            )
         seed = settings.seed if settings.seed is not None else 0
-        return WireHarness(wire_options(settings, seed=seed), client, Harness.C)
+        options = wire_options(settings, seed=seed)
+        return await self.stack.enter_async_context(
+            open_http_harness(settings, options, Harness.C, client=client)
+        )
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -2,7 +2,10 @@
 
 Connection refused, read timeouts and 503 are retried until ``within`` seconds have passed (the
 endpoint may still be starting, e.g. in a CI job that launched it a moment ago); any other answer,
-even 404 or 405, means someone is listening. Never answering is :class:`EndpointUnreachable`.
+even 404 or 405, means someone is listening. Each try has a total deadline (a server that drips
+its answer cannot stretch it). Not answering is :class:`EndpointUnreachable`, and its message says
+"never answered" only when nothing answered at all (an endpoint that answered only 503, or
+started an answer it never finished, is named as such).
 """
 
 from __future__ import annotations
@@ -12,7 +15,8 @@ import time
 
 import httpx
 
-from conformance.exceptions import EndpointUnreachable
+from conformance.deadline import request_within
+from conformance.exceptions import DeadlineExceeded, EndpointUnreachable
 
 __all__ = ["wait_until_answering"]
 
@@ -25,9 +29,12 @@ async def wait_until_answering(
     delay = 0.05
     while True:
         try:
-            response = await client.get(url, timeout=answer_within)
-        except (httpx.ConnectError, httpx.TimeoutException, httpx.RemoteProtocolError) as error:
-            why = error.__class__.__name__
+            response = await request_within(client, "GET", url, within_s=answer_within)
+        except DeadlineExceeded as late:
+            answered = late.status is not None
+            why = late.describe()
+        except (httpx.ConnectError, httpx.RemoteProtocolError) as error:
+            answered, why = False, error.__class__.__name__
         except httpx.HTTPError as error:
             raise EndpointUnreachable(
                 f"the endpoint {url} never answered ({error.__class__.__name__})"
@@ -35,10 +42,11 @@ async def wait_until_answering(
         else:
             if response.status_code != 503:
                 return
-            why = "503 Service Unavailable"
+            answered, why = True, "503 Service Unavailable"
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             waited = f" within {within:g} s" if within else ""
-            raise EndpointUnreachable(f"the endpoint {url} never answered{waited} ({why})")
+            said = "did not answer usably" if answered else "never answered"
+            raise EndpointUnreachable(f"the endpoint {url} {said}{waited} ({why})")
         await asyncio.sleep(min(delay, remaining))  # real-time: the endpoint is still starting
         delay = min(delay * 2, 0.5)

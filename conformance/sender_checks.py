@@ -1,8 +1,8 @@
 """The sender-side check catalogue: what the simulator must end with, read from its records.
 
 Each check gets the scenario's recorded exchanges (what the scripted receiver saw) and the
-:class:`~conformance.sender_driver.SenderDriver` (the simulator's deliveries, attempts, ledger and
-redrive decisions). A failure's reproduction is the delivery's ``explain`` story: every
+:class:`~conformance.harnesses.sender_steps.SenderDriver` (the simulator's deliveries, attempts,
+ledger and redrive decisions). A failure's reproduction is the delivery's ``explain`` story: every
 transition in plain words, which is how a sender-side bug is diagnosed.
 """
 
@@ -12,10 +12,10 @@ from collections.abc import Awaitable, Callable
 from datetime import timedelta
 from itertools import pairwise
 
+from conformance.harnesses.sender_steps import SenderDriver
+from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.results import Failure
-from conformance.sender_driver import SenderDriver
-from conformance.wire_harness import WireRun
 from sender_sim import RedriveIncomplete, RedriveRefused
 
 __all__ = ["SENDER_CHECKS"]

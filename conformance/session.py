@@ -1,12 +1,13 @@
-"""One check run from settings to summary: build the wire options, open the client (real HTTP
-for a URL, in process for an ASGI app), wait for the endpoint, run the engine and feed every
-event to the reporters."""
+"""One check run from settings to summary: build the wire options, open the clients (real HTTP
+for a URL, in process for an ASGI app; the probe on a connection pool of its own), wait for the
+endpoint, check the probe once, run the engine (within ``max_time``) and feed every event to the
+reporters."""
 
 from __future__ import annotations
 
 import random
 from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
 
 import httpx
@@ -15,18 +16,20 @@ from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings
 from conformance.engine import execute
 from conformance.events import Event, RunFinished
+from conformance.harnesses.http import WireHarness
+from conformance.harnesses.signed_requests import WireScheme
+from conformance.harnesses.state import WireOptions
 from conformance.model import Harness, Scenario
 from conformance.payloads import DEFAULT_TEMPLATE, PayloadFactory, load_template
 from conformance.probe import Probe
 from conformance.reachability import wait_until_answering
 from conformance.reporters import Reporter
 from conformance.results import Summary
-from conformance.wire import WireScheme
-from conformance.wire_harness import WireHarness, WireOptions
 from receiver.signing import Secret
 
 __all__ = [
     "SENDER_SIDE_TARGET",
+    "open_http_harness",
     "plan",
     "run_check",
     "run_sender_side",
@@ -99,19 +102,62 @@ async def run_check(
     seed = _seed(settings)
     options = wire_options(settings, seed=seed, nonce=nonce)
     scenarios = plan(settings, harness)
-    if client is None:
-        async with url_client(settings) as own:
-            await wait_until_answering(
-                own, options.url, within=settings.wait_for_endpoint, answer_within=settings.timeout
+    async with open_http_harness(settings, options, harness, client=client) as wire:
+        return await _feed(
+            execute(
+                scenarios,
+                wire,
+                target=options.url,
+                scheme=options.scheme.name,
+                probe=options.probe is not None,
+                seed=seed,
+                max_time=settings.max_time,
+            ),
+            reporters,
+        )
+
+
+@asynccontextmanager
+async def open_http_harness(
+    settings: CheckSettings,
+    options: WireOptions,
+    harness: Harness = Harness.C,
+    *,
+    client: httpx.AsyncClient | None = None,
+) -> AsyncIterator[WireHarness]:
+    """The HTTP harness, ready to run scenarios.
+
+    With ``client`` given (e.g. bound to an ASGI app in process) it is used as is, for the probe
+    too. Otherwise real HTTP clients are opened — one for the webhooks and one for the probe, so
+    that a receiver closing its connections after a 500 cannot break the probe's reads — and the
+    endpoint must answer first (:class:`~conformance.exceptions.EndpointUnreachable`). Either
+    way a probe is read once before anything else
+    (:class:`~conformance.exceptions.ProbeUnusable`: a wrong token is one error, not one per
+    scenario).
+    """
+    async with AsyncExitStack() as stack:
+        if client is None:
+            client = await stack.enter_async_context(url_client(settings))
+            probe_client = (
+                await stack.enter_async_context(url_client(settings)) if options.probe else client
             )
-            return await _drive(options, own, scenarios, reporters, harness, seed)
-    return await _drive(options, client, scenarios, reporters, harness, seed)
+            await wait_until_answering(
+                client,
+                options.url,
+                within=settings.wait_for_endpoint,
+                answer_within=options.timeout,
+            )
+        else:
+            probe_client = client
+        if options.probe is not None:
+            await options.probe.preflight(probe_client, options.timeout)
+        yield WireHarness(options, client, harness, probe_client=probe_client)
 
 
 async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]) -> Summary:
     """Run the selected sender-side (S) scenarios: sender_sim on a virtual clock against a
     scripted in-process receiver. No endpoint is involved; ``settings.url`` is not needed."""
-    from conformance.sender_harness import SenderHarness
+    from conformance.harnesses.simulated import SenderHarness
 
     seed = _seed(settings)
     scenarios = plan(settings, Harness.S)
@@ -123,6 +169,7 @@ async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]
             scheme="standard",
             probe=False,
             seed=seed,
+            max_time=settings.max_time,
         ),
         reporters,
     )
@@ -131,27 +178,6 @@ async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]
 def _seed(settings: CheckSettings) -> int:
     """The run's seed: the one given, or a fresh one (printed in the report, so it replays)."""
     return settings.seed if settings.seed is not None else random.SystemRandom().randrange(10**6)
-
-
-async def _drive(
-    options: WireOptions,
-    client: httpx.AsyncClient,
-    scenarios: Sequence[Scenario],
-    reporters: Sequence[Reporter],
-    harness: Harness,
-    seed: int,
-) -> Summary:
-    return await _feed(
-        execute(
-            scenarios,
-            WireHarness(options, client, harness),
-            target=options.url,
-            scheme=options.scheme.name,
-            probe=options.probe is not None,
-            seed=seed,
-        ),
-        reporters,
-    )
 
 
 async def _feed(events: AsyncIterator[Event], reporters: Sequence[Reporter]) -> Summary:

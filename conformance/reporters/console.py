@@ -14,7 +14,14 @@ from typing import TextIO
 from rich.status import Status
 from rich.text import Text
 
-from conformance.events import Event, RunFinished, RunStarted, ScenarioFinished, ScenarioStarted
+from conformance.events import (
+    Event,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+    ScenarioFinished,
+    ScenarioStarted,
+)
 from conformance.reporters.text import describe_result
 from conformance.results import Outcome, ScenarioResult
 from receiver.commands.console import make_console, print_table
@@ -88,6 +95,12 @@ class ConsoleReporter:
                     f" {result.scenario.id} ({result.duration_s * 1000:.0f} ms){extra}",
                 )
             )
+        elif isinstance(event, RunInterrupted):
+            prefix = "\r\x1b[2K" if self.live else ""
+            self._echo(
+                f"{prefix}run stopped: {event.reason} "
+                f"({event.completed} of {event.total} scenarios finished)"
+            )
         elif isinstance(event, RunFinished):
             self._stop_running()
             self._summary(event)
@@ -119,4 +132,5 @@ class ConsoleReporter:
         self._echo(
             f"{summary.passed} passed, {summary.failed} failed, {summary.skipped} skipped, "
             f"{summary.errors} errors in {event.duration_s:.2f} s"
+            + (" (run stopped early)" if event.interrupted else "")
         )

@@ -3,7 +3,12 @@
 {"hookproof": VERSION, "target": URL, "scheme": S,
  "summary": {"passed", "failed", "skipped", "errors"},
  "scenarios": [{"id", "title", "family", "severity", "outcome", "observed_by",
-                "duration_s", "failures": [{"expected", "observed", "reproduce"}]}]}
+                "duration_s", "failures": [{"expected", "observed", "reproduce"}],
+                "reason"?}],
+ "interrupted"?}
+
+``reason`` says why a scenario was skipped or errored (only there when there is one);
+``interrupted`` says why the run stopped early (only there when it did).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ def hookproof_version() -> str:
 
 def report_document(target: str, scheme: str, finished: RunFinished) -> dict[str, Any]:
     """The JSON report of a finished run."""
-    return {
+    document: dict[str, Any] = {
         "hookproof": hookproof_version(),
         "target": target,
         "scheme": scheme,
@@ -45,10 +50,14 @@ def report_document(target: str, scheme: str, finished: RunFinished) -> dict[str
                     {"expected": f.expected, "observed": f.observed, "reproduce": f.reproduce}
                     for f in r.failures
                 ],
+                **({"reason": r.message} if r.message else {}),
             }
             for r in finished.results
         ],
     }
+    if finished.interrupted:
+        document["interrupted"] = finished.interrupted
+    return document
 
 
 class JsonReporter:

@@ -26,6 +26,8 @@ def junit_document(target: str, finished: RunFinished) -> ET.ElementTree[ET.Elem
     )
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="target", value=target)
+    if finished.interrupted:
+        ET.SubElement(properties, "property", name="interrupted", value=finished.interrupted)
     for result in finished.results:
         case = ET.SubElement(
             suite,

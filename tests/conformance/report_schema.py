@@ -8,6 +8,8 @@ TOP = {"hookproof", "target", "scheme", "summary", "scenarios"}
 SUMMARY = {"passed", "failed", "skipped", "errors"}
 SCENARIO = {"id", "title", "family", "severity", "outcome", "observed_by", "duration_s", "failures"}
 FAILURE = {"expected", "observed", "reproduce"}
+OPTIONAL_TOP = {"interrupted"}
+OPTIONAL_SCENARIO = {"reason"}
 
 
 def validate_report(doc: Any) -> list[str]:
@@ -19,12 +21,13 @@ def validate_report(doc: Any) -> list[str]:
             problems.append(what)
 
     need(
-        isinstance(doc, dict) and set(doc) == TOP,
+        isinstance(doc, dict) and TOP <= set(doc) <= TOP | OPTIONAL_TOP,
         f"top-level keys {sorted(doc) if isinstance(doc, dict) else doc!r}",
     )
     if problems:
         return problems
     need(isinstance(doc["hookproof"], str) and bool(doc["hookproof"]), "hookproof version")
+    need(isinstance(doc.get("interrupted", ""), str), "interrupted")
     need(isinstance(doc["target"], str) and doc["target"].startswith("http"), "target")
     need(doc["scheme"] in ("standard", "stripe", "github"), "scheme")
     summary = doc["summary"]
@@ -36,9 +39,11 @@ def validate_report(doc: Any) -> list[str]:
     need(isinstance(scenarios, list), "scenarios list")
     counts = dict.fromkeys(("passed", "failed", "skipped", "error"), 0)
     for item in scenarios if isinstance(scenarios, list) else []:
-        need(isinstance(item, dict) and set(item) == SCENARIO, f"scenario keys {item!r}")
-        if not isinstance(item, dict) or set(item) != SCENARIO:
+        shaped = isinstance(item, dict) and SCENARIO <= set(item) <= SCENARIO | OPTIONAL_SCENARIO
+        need(shaped, f"scenario keys {item!r}")
+        if not shaped:
             continue
+        need(isinstance(item.get("reason", ""), str), f"reason of {item['id']}")
         for key in ("id", "title", "family"):
             need(isinstance(item[key], str) and bool(item[key]), f"{key} of {item.get('id')}")
         need(item["id"].startswith(item["family"] + "."), f"family of {item['id']}")

@@ -12,8 +12,8 @@ import pytest
 
 import sender_sim.simulator
 from conformance.catalogue import CATALOGUE
+from conformance.harnesses.simulated import SenderHarness
 from conformance.results import Outcome
-from conformance.sender_harness import SenderHarness
 from sender_sim import FixedSchedule, Policy
 
 

@@ -15,12 +15,12 @@ from conformance.cli import main
 from conformance.commands.scenarios import scenarios_command
 from conformance.docs import catalogue_markdown
 from conformance.exceptions import CatalogueError, UsageError
+from conformance.harnesses.sender_steps import SENDER_ACTIONS
+from conformance.harnesses.simulated import S_ACTIONS
+from conformance.harnesses.wire_steps import ACTIONS
 from conformance.model import Harness, Scenario, Severity, Side, expect, step
 from conformance.registry import Registry
 from conformance.sender_checks import SENDER_CHECKS
-from conformance.sender_driver import SENDER_ACTIONS
-from conformance.sender_harness import S_ACTIONS
-from conformance.wire_harness import ACTIONS
 
 ROOT = Path(__file__).resolve().parents[2]
 

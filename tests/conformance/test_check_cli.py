@@ -280,7 +280,7 @@ def test_demo_passes_every_scenario_against_the_reference_receiver(
 def test_demo_exits_1_when_a_sender_side_scenario_fails(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import conformance.sender_harness as sender_harness
+    import conformance.harnesses.simulated as sender_harness
     from conformance.results import Outcome, ScenarioResult
 
     async def broken(self: object, scenario: Scenario) -> ScenarioResult:

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
+from conformance.harnesses.simulated import SenderHarness
 from conformance.model import Harness
 from conformance.results import Outcome
-from conformance.sender_harness import SenderHarness
 from receiver.app import ReceiverSettings, create_app
 from tests.conformance.support import SECRET, app_settings, run_in_process
 

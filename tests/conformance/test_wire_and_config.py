@@ -14,8 +14,14 @@ from hypothesis import strategies as st
 
 from conformance.config import CheckSettings, load_config, substitute_env
 from conformance.exceptions import ConfigError, UsageError
+from conformance.harnesses.signed_requests import (
+    WireRequest,
+    WireScheme,
+    redact_signature,
+    tamper,
+    unusual_json,
+)
 from conformance.payloads import PayloadFactory
-from conformance.wire import WireRequest, WireScheme, redact_signature, tamper, unusual_json
 from receiver.signing import Secret
 
 json_values = st.recursive(
@@ -115,7 +121,7 @@ def test_config_discovery_strict_keys_and_types(tmp_path: Path) -> None:
 def test_the_rate_limiter_spaces_requests(monkeypatch: pytest.MonkeyPatch) -> None:
     import asyncio
 
-    from conformance import wire_harness
+    from conformance.harnesses import state as wire_harness
 
     waits: list[float] = []
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from conformance.wire import REDACTED, WireRequest
+from conformance.harnesses.signed_requests import REDACTED, WireRequest
 
 __all__ = ["SAMPLE_CHARS", "Exchange", "scrub"]
 
@@ -22,7 +22,8 @@ def scrub(text: str, sensitive: Iterable[str]) -> str:
 
 @dataclass(frozen=True)
 class Exchange:
-    """A request exactly as sent and the answer (or the lack of one)."""
+    """A request exactly as sent and the answer (or the lack of one: ``error`` then says what
+    happened, as a whole phrase such as ``no answer within 5 s (timeout)``)."""
 
     request: WireRequest
     status: int | None
@@ -38,7 +39,7 @@ class Exchange:
 
     def describe(self, sensitive: Iterable[str] = ()) -> str:
         if self.status is None:
-            return f"no answer: {self.error}"
+            return self.error or "no answer"
         sample = scrub(self.body, sensitive).strip().replace("\n", " ")
         if len(sample) > SAMPLE_CHARS:
             sample = sample[:SAMPLE_CHARS] + "…"

@@ -4,10 +4,10 @@ Sender-level steps — ``policy``, ``publish``, ``attempt``, ``attempt_concurren
 ``advance``, ``expire_lease``, ``dead_letter``, ``redrive``, ``corrupt_payload`` — run on one
 :class:`~sender_sim.Simulator` per scenario. Its HTTP client goes through a
 :class:`RecordingTransport`, so every request it sends (and what came back) becomes an
-:class:`~conformance.exchange.Exchange` that receiver-side checks read exactly as they read the
-runner's own requests. The receiver is whatever the transport forwards to: a scripted one (S), the
-reference app in process (R) or a URL (C). Scheduling runs on the virtual clock (six hours of
-backoff take no wall time); signatures use the wire clock: real time under R and C (the receiver
+:class:`~conformance.harnesses.exchanges.Exchange` that receiver-side checks read exactly as they
+read the runner's own requests. The receiver is whatever the transport forwards to: a scripted one
+(S), the reference app in process (R) or a URL (C). Scheduling runs on the virtual clock (six hours
+of backoff take no wall time); signatures use the wire clock: real time under R and C (the receiver
 checks it), the virtual clock under S. Faults are compiled from the steps into the simulator's
 :class:`~sender_sim.FaultPlan`, aimed at one delivery and one attempt number.
 """
@@ -24,8 +24,8 @@ from typing import Any
 import httpx
 
 from conformance.exceptions import HarnessError
-from conformance.exchange import Exchange
-from conformance.wire import WireRequest
+from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.signed_requests import WireRequest
 from sender_sim import (
     Fault,
     FaultKind,
@@ -117,7 +117,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
                     wire,
                     None,
                     time.perf_counter() - started,
-                    error=f"{error.__class__.__name__}",
+                    error=f"no answer: {error.__class__.__name__}",
                     event_id=event_id,
                 ),
             )

@@ -1,7 +1,7 @@
 """The S harness: the sender simulator against the scripted in-process receiver.
 
-Every step runs through :data:`~conformance.sender_driver.SENDER_ACTIONS` (plus ``script``, which
-only makes sense here) and every sender-side expectation through
+Every step runs through :data:`~conformance.harnesses.sender_steps.SENDER_ACTIONS` (plus
+``script``, which only makes sense here) and every sender-side expectation through
 :data:`~conformance.sender_checks.SENDER_CHECKS`. The wire clock is the virtual clock: the
 scripted receiver checks no tolerance, and fresh signatures become visible as fresh timestamps.
 """
@@ -18,13 +18,13 @@ from typing import Any
 import httpx
 
 from conformance.exceptions import HarnessError
+from conformance.harnesses.scripted_receiver import ScriptedReceiver
+from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
+from conformance.harnesses.signed_requests import WireScheme
+from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
 from conformance.model import Harness, Scenario, Side
 from conformance.payloads import PayloadFactory
 from conformance.results import Failure, Outcome, ScenarioResult
-from conformance.scripted import ScriptedReceiver
-from conformance.sender_driver import SENDER_ACTIONS, RecordingTransport, SenderDriver
-from conformance.wire import WireScheme
-from conformance.wire_harness import EventOnWire, RateLimiter, WireOptions, WireRun
 from receiver.signing import Secret
 
 __all__ = ["SCRIPTED_URL", "S_ACTIONS", "SenderHarness"]

@@ -1,0 +1,154 @@
+"""The HTTP harness (R and C): each step becomes the signed HTTP request a receiver would see.
+
+The same interpreter serves both harnesses; only the ``httpx.AsyncClient`` differs (an
+``ASGITransport`` for an app in process, real HTTP for a URL). Wire-level steps (``deliver`` and
+its mutations, fuzzed headers, identical concurrent copies, latency samples) are looked up in
+:data:`~conformance.harnesses.wire_steps.ACTIONS`; sender-level steps (``publish``, ``attempt``,
+``redrive`` …) are performed by the sender simulator through a recording transport
+(:mod:`conformance.harnesses.sender_steps`), so that six hours of backoff run on its virtual clock
+while the signatures carry real time. Expectations are judged by
+:data:`conformance.checks.RECEIVER_CHECKS` from the recorded exchanges and the probe.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import httpx
+
+from conformance.checks import RECEIVER_CHECKS, Unjudged
+from conformance.exceptions import HarnessError
+from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
+from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
+from conformance.harnesses.wire_steps import ACTIONS
+from conformance.model import Harness, Scenario, Side
+from conformance.results import Failure, Outcome, ScenarioResult
+
+__all__ = ["WireHarness"]
+
+
+def _sender_steps(scenario: Scenario) -> bool:
+    return any(
+        step.action in SENDER_ACTIONS and step.action not in ACTIONS for step in scenario.steps
+    )
+
+
+class WireHarness:
+    """Runs receiver-side scenarios over one ``httpx.AsyncClient`` (R or C)."""
+
+    def __init__(
+        self,
+        options: WireOptions,
+        client: httpx.AsyncClient,
+        harness: Harness,
+        *,
+        probe_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        self.options = options
+        self.client = client
+        self.probe_client = probe_client
+        self.harness = harness
+        self.limiter = RateLimiter(options.rate_limit)
+
+    def skip_reason(self, scenario: Scenario) -> str | None:
+        if self.options.scheme.name not in scenario.schemes:
+            return f"does not apply to the {self.options.scheme.name} scheme"
+        if scenario.needs_probe and self.options.probe is None:
+            return "needs a probe (--probe, --probe-token) to observe effects"
+        return None
+
+    def observed_by(self, scenario: Scenario) -> str | None:
+        if not scenario.judges_effects and not scenario.needs_probe:
+            return None
+        return "probe" if self.options.probe is not None else "status"
+
+    async def run(self, scenario: Scenario) -> ScenarioResult:
+        started = time.perf_counter()
+        observed_by = self.observed_by(scenario)
+
+        def result(
+            outcome: Outcome, failures: Sequence[Failure] = (), message: str = ""
+        ) -> ScenarioResult:
+            return ScenarioResult(
+                scenario,
+                outcome,
+                observed_by,
+                time.perf_counter() - started,
+                tuple(failures),
+                message,
+                self.harness.value,
+            )
+
+        reason = self.skip_reason(scenario)
+        if reason is not None:
+            return result(Outcome.SKIPPED, message=reason)
+        seed = self.options.seed
+        run = WireRun(
+            self.options,
+            self.client,
+            self.limiter,
+            random.Random(f"{seed}:{scenario.id}"),
+            scenario.id,
+            probe_client=self.probe_client,
+        )
+        failures: list[Failure] = []
+        workdir = tempfile.TemporaryDirectory(prefix="hookproof-sender-")
+        try:
+            driver = self._driver(run, scenario, Path(workdir.name))
+            for step in scenario.steps:
+                if step.action in ACTIONS:
+                    await ACTIONS[step.action](run, step.args)
+                else:
+                    assert driver is not None
+                    await SENDER_ACTIONS[step.action](driver, step.args)
+            for expectation in scenario.expectations_of(Side.RECEIVER):
+                verdict = await RECEIVER_CHECKS[expectation.check](run, expectation)
+                if isinstance(verdict, Failure):
+                    failures.append(verdict)
+                elif isinstance(verdict, Unjudged):
+                    run.notes.append(verdict.reason)
+        except HarnessError as error:
+            return result(Outcome.ERROR, message=str(error))
+        except Exception as error:  # a runner problem becomes an error outcome, never a crash
+            return result(Outcome.ERROR, message=f"{error.__class__.__name__}: {error}")
+        finally:
+            if run.driver is not None:
+                await run.driver.close()
+            workdir.cleanup()
+        return result(Outcome.FAILED if failures else Outcome.PASSED, failures)
+
+    def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver | None:
+        """A sender simulator whose requests go to this harness's endpoint, if steps need one."""
+        if not _sender_steps(scenario):
+            return None
+        options = self.options
+
+        async def forward(request: httpx.Request) -> httpx.Response:
+            await run.limiter.wait()
+            return await run.client.send(request)
+
+        transport = RecordingTransport(forward, run.record, options.timeout)
+        driver = SenderDriver(
+            transport=transport,
+            url=options.url,
+            scheme=options.scheme.name,
+            secrets=[s.value for s in options.scheme.secrets],
+            make_body=lambda eid, ref, variant: options.payloads.body(
+                eid, variant=variant, reference=ref
+            ),
+            new_event_id=run.new_event_id,
+            seed=options.seed,
+            virtual_wire_clock=False,
+            store_dir=workdir,
+            timeout_s=options.timeout,
+            concurrency=options.concurrency,
+        )
+        driver.prepare(scenario.steps)
+        for label, tracked in driver.events.items():
+            run.events[label] = EventOnWire(tracked.event_id, tracked.body)
+        run.driver = driver
+        return driver

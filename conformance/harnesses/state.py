@@ -1,0 +1,258 @@
+"""The per-scenario state every harness shares: the run's options, its events and exchanges.
+
+:class:`WireOptions` is what a harness knows about the endpoint and the run; :class:`WireRun` is
+one scenario's state under it — the events it made up (id and body), every exchange recorded (the
+runner's own requests and the sender simulator's), the notes for the report and the values to
+redact — plus the signing and sending of one request. The HTTP harness
+(:mod:`conformance.harnesses.http`) and the simulated one (:mod:`conformance.harnesses.simulated`)
+both build a ``WireRun``; the checks (:mod:`conformance.checks`, :mod:`conformance.sender_checks`)
+only read it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import secrets as secrets_module
+import time
+from base64 import b64encode
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import httpx
+
+from conformance.deadline import request_within
+from conformance.exceptions import DeadlineExceeded, HarnessError
+from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.signed_requests import WireRequest, WireScheme, tamper
+from conformance.payloads import PayloadFactory
+from conformance.probe import Probe
+from receiver.signing import Secret
+
+if TYPE_CHECKING:
+    from conformance.harnesses.sender_steps import SenderDriver
+
+__all__ = ["EventOnWire", "RateLimiter", "WireOptions", "WireRun"]
+
+BODY_LIMIT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class WireOptions:
+    """Everything the wire harness needs to know about the endpoint and the run."""
+
+    url: str
+    scheme: WireScheme
+    probe: Probe | None = None
+    timeout: float = 5.0
+    tolerance: int = 300
+    margin: int = 10
+    concurrency: int = 8
+    samples: int = 20
+    seed: int = 0
+    payloads: PayloadFactory = field(default_factory=PayloadFactory)
+    show_secrets: bool = False
+    rate_limit: float | None = None
+    nonce: str = field(default_factory=lambda: secrets_module.token_hex(4))
+
+
+class RateLimiter:
+    """At most ``rate`` requests per second across the run (a real-time limit, user-chosen)."""
+
+    def __init__(self, rate: float | None) -> None:
+        self.interval = 1.0 / rate if rate else 0.0
+        self._next = 0.0
+        self._lock = asyncio.Lock()
+
+    async def wait(self) -> None:
+        if not self.interval:
+            return
+        async with self._lock:
+            now = time.monotonic()
+            delay = self._next - now
+            self._next = max(now, self._next) + self.interval
+        if delay > 0:
+            await asyncio.sleep(delay)  # real-time: the user capped the request rate
+
+
+@dataclass
+class EventOnWire:
+    event_id: str
+    body: bytes
+    last_timestamp: int = 0
+    attempts: int = 0
+
+
+@dataclass
+class WireRun:
+    """The state of one scenario under the wire harness: its events and every exchange."""
+
+    options: WireOptions
+    client: httpx.AsyncClient
+    limiter: RateLimiter
+    rng: random.Random
+    scenario_id: str
+    events: dict[str, EventOnWire] = field(default_factory=dict)
+    exchanges: dict[str, list[Exchange]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    driver: SenderDriver | None = None
+    sensitive: set[str] = field(default_factory=set)
+    probe_client: httpx.AsyncClient | None = None
+    """The probe's own client (its own connection pool); ``None``: the webhooks' client."""
+    _counter: itertools.count[int] = field(default_factory=itertools.count)
+
+    @property
+    def probe_http(self) -> httpx.AsyncClient:
+        """The client the probe is read through: a receiver that closes its connections after a
+        500 then cannot make the probe's read fail."""
+        return self.probe_client if self.probe_client is not None else self.client
+
+    # -- events -------------------------------------------------------------------------------
+
+    def new_event_id(self) -> str:
+        slug = self.scenario_id.replace(".", "-")
+        return f"evt_hp_{self.options.nonce}_{slug}_{next(self._counter)}"
+
+    def event(
+        self, label: str, *, same_body_as: str | None = None, body: str = "template"
+    ) -> EventOnWire:
+        known = self.events.get(label)
+        if known is not None:
+            return known
+        event_id = self.new_event_id()
+        if same_body_as is not None:
+            reference = self.event(same_body_as).event_id
+            payload = self.options.payloads.body(event_id, variant=body, reference=reference)
+        else:
+            payload = self.options.payloads.body(event_id, variant=body)
+        created = EventOnWire(event_id, payload)
+        self.events[label] = created
+        return created
+
+    # -- signing and sending --------------------------------------------------------------------
+
+    def timestamp(self, event: EventOnWire, skew: int, fresh: bool) -> int:
+        stamp = int(time.time()) + skew
+        if fresh and skew == 0 and stamp <= event.last_timestamp:
+            stamp = event.last_timestamp + 1  # a fresh signature, even within the same second
+        event.last_timestamp = max(event.last_timestamp, stamp)
+        return stamp
+
+    def signed(
+        self,
+        event: EventOnWire,
+        *,
+        skew: int = 0,
+        mutation: str = "none",
+        attempt: int | None = None,
+    ) -> WireRequest:
+        scheme = self.options.scheme
+        body = event.body
+        timestamp = self.timestamp(event, skew, fresh=True)
+        if mutation == "wrong-secret":
+            wrong = _wrong_secret(scheme, self.rng)
+            headers = scheme.sign(
+                body, event_id=event.event_id, timestamp=timestamp, secrets=[wrong]
+            )
+        else:
+            headers = scheme.sign(body, event_id=event.event_id, timestamp=timestamp)
+        if mutation in ("rotation", "unknown-version"):
+            headers = scheme.extra_signature(
+                headers,
+                kind=mutation,
+                body=body,
+                event_id=event.event_id,
+                timestamp=timestamp,
+                rng=self.rng,
+            )
+        elif mutation == "tampered-body":
+            body = tamper(body)
+        elif mutation.startswith("missing:"):
+            headers, body = scheme.drop(mutation.removeprefix("missing:"), headers, body)
+        elif mutation not in ("none", "wrong-secret"):
+            raise HarnessError(f"unknown mutation {mutation!r}")
+        self.sensitive.update(scheme.signatures_of(headers))
+        wire_headers = [("content-type", b"application/json")]
+        wire_headers += [(k, v.encode("latin-1")) for k, v in headers.items()]
+        if attempt is not None:
+            wire_headers += [
+                ("hookproof-delivery-id", f"dlv_{event.event_id}".encode()),
+                ("hookproof-attempt", str(attempt).encode()),
+            ]
+        return WireRequest(self.options.url, tuple(wire_headers), body)
+
+    async def send(self, label: str, request: WireRequest, event_id: str = "") -> Exchange:
+        await self.limiter.wait()
+        started = time.perf_counter()
+        timeout = self.options.timeout
+        try:
+            response = await request_within(
+                self.client,
+                request.method,
+                request.url,
+                headers=request.httpx_headers(),
+                content=request.body,
+                within_s=timeout,
+            )
+        except httpx.LocalProtocolError as error:
+            raise HarnessError(f"the runner built an invalid request: {error}") from None
+        except DeadlineExceeded as late:
+            exchange = Exchange(
+                request,
+                None,
+                time.perf_counter() - started,
+                error=late.describe(),
+                event_id=event_id,
+            )
+        except httpx.HTTPError as error:
+            exchange = Exchange(
+                request,
+                None,
+                time.perf_counter() - started,
+                error=f"no answer: {error.__class__.__name__}: the request failed",
+                event_id=event_id,
+            )
+        else:
+            exchange = Exchange(
+                request,
+                response.status_code,
+                time.perf_counter() - started,
+                {k.lower(): v for k, v in response.headers.items()},
+                response.content[:BODY_LIMIT].decode("utf-8", "replace"),
+                event_id=event_id,
+            )
+        self.exchanges.setdefault(label, []).append(exchange)
+        return exchange
+
+    def record(self, label: str, exchange: Exchange) -> None:
+        """Keep an exchange the sender simulator made (and remember its signatures to redact)."""
+        headers = {k: v.decode("latin-1") for k, v in exchange.request.headers}
+        self.sensitive.update(self.options.scheme.signatures_of(headers))
+        self.exchanges.setdefault(label, []).append(exchange)
+
+    def skew(self, args: Mapping[str, Any]) -> int:
+        return (
+            int(args.get("tolerances", 0)) * self.options.tolerance
+            + int(args.get("margins", 0)) * self.options.margin
+            + int(args.get("seconds", 0))
+        )
+
+    def curl(self, request: WireRequest) -> str:
+        return request.curl(
+            signature_header=self.options.scheme.signature_header,
+            show_secrets=self.options.show_secrets,
+        )
+
+    def redactions(self) -> set[str]:
+        if self.options.show_secrets:
+            return set()
+        return self.sensitive | {s.value for s in self.options.scheme.secrets}
+
+
+def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
+    raw = bytes(rng.getrandbits(8) for _ in range(24))
+    if scheme.name == "standard":
+        return Secret("whsec_" + b64encode(raw).decode())
+    return Secret("wrong_" + raw.hex())
