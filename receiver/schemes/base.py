@@ -1,20 +1,14 @@
-"""The wire scheme: signing and verifying webhook deliveries, both halves in one place.
+"""What every wire scheme shares: secrets, the verified message, strict parsing, the HMAC core,
+and :class:`Scheme`, the one interface each scheme object implements.
 
-Three schemes sit behind one small interface, :class:`Scheme`:
+A scheme object owns everything about its scheme: the signed content and the headers that carry
+it, signing and verifying, where the event id lives, its secrets (minting, parsing,
+fingerprints), decoy signatures for tests, and the redaction of its secrets and signatures from
+text. :class:`SchemeBase` gives the parts most schemes share; each scheme's module overrides what
+differs (``standard.py``, ``stripe.py``, ``github.py``); ``registry.py`` names them.
 
-* :class:`StandardWebhooks` (the default) — ``webhook-id``, ``webhook-timestamp`` and
-  ``webhook-signature: v1,<base64 HMAC-SHA256 of "{id}.{timestamp}.{body}">``, ``whsec_`` secrets,
-  several space-separated signatures, unknown versions ignored;
-* :class:`StripeStyle` — ``stripe-signature: t=<ts>,v1=<hex>`` over ``"{t}.{body}"``, the key being
-  the secret string's bytes; the event id is the body's top-level ``"id"``;
-* :class:`GitHubStyle` — ``x-hub-signature-256: sha256=<hex>`` over the body, no timestamp (replay
-  protection comes from the inbox alone); the event id is ``x-github-delivery``.
-
-Verification works on the raw bytes received, compares in constant time, accepts several active
-secrets (rotation) and reads the clock at call time unless ``now`` is given. A timestamp is accepted
-iff ``now - tolerance <= timestamp <= now + tolerance`` in whole seconds (``now`` floored), so a
-timestamp exactly ``tolerance`` seconds away is accepted and one second more is refused.
-Every failure is a :class:`~receiver.exceptions.VerificationError`; no ``ValueError``,
+Every failure is a :class:`~receiver.exceptions.VerificationError` (or a
+:class:`~receiver.exceptions.ConfigurationError` for an unusable secret); no ``ValueError``,
 ``binascii.Error`` or ``UnicodeDecodeError`` escapes.
 """
 
@@ -26,9 +20,10 @@ import hashlib
 import hmac
 import json
 import math
-import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
 from receiver.exceptions import (
@@ -43,52 +38,53 @@ from receiver.exceptions import (
 
 __all__ = [
     "DEFAULT_TOLERANCE_S",
-    "SCHEMES",
-    "GitHubStyle",
+    "MAX_EVENT_ID_LENGTH",
     "Scheme",
+    "SchemeBase",
     "Secret",
-    "StandardWebhooks",
-    "StripeStyle",
     "VerifiedMessage",
-    "Verifier",
-    "scheme_named",
+    "fingerprint",
+    "standard_key",
 ]
 
 DEFAULT_TOLERANCE_S = 300
 MAX_EVENT_ID_LENGTH = 255
-_MAX_TIMESTAMP_DIGITS = 12
-_MAX_SIGNATURE_HEADER = 4096
-_hmac_digest = hmac.digest
-_compare = hmac.compare_digest
-_a2b_base64 = binascii.a2b_base64
-_new_object = object.__new__
+SECRET_BYTES = 24
+"""How many random bytes a freshly minted secret carries."""
+MAX_TIMESTAMP_DIGITS = 12
+MAX_SIGNATURE_HEADER = 4096
+hmac_digest = hmac.digest
+compare = hmac.compare_digest
+a2b_base64 = binascii.a2b_base64
+new_object = object.__new__
 _sha256 = hashlib.sha256
 _BLOCK = 64  # SHA-256's block size
 _TRANS_36 = bytes(x ^ 0x36 for x in range(256))
 _TRANS_5C = bytes(x ^ 0x5C for x in range(256))
 _PREPARED_LIMIT = 256
-_prepared: dict[bytes, tuple[Any, Any]] = {}
+prepared: dict[bytes, tuple[Any, Any]] = {}
+"""HMAC-SHA256 states per key, already keyed (see :func:`prepare`)."""
 
 
-def _prepare(key: bytes) -> tuple[Any, Any]:
+def prepare(key: bytes) -> tuple[Any, Any]:
     """HMAC-SHA256 (RFC 2104) with the key already absorbed: the inner and outer hash states.
 
     Copying two prepared states per message is about twice as fast as ``hmac.digest``, which
     sets the key up again on every call; the verify hot path is mostly that set-up.
     """
-    found = _prepared.get(key)
+    found = prepared.get(key)
     if found is None:
         block = (_sha256(key).digest() if len(key) > _BLOCK else key).ljust(_BLOCK, b"\0")
         found = (_sha256(block.translate(_TRANS_36)), _sha256(block.translate(_TRANS_5C)))
-        if len(_prepared) >= _PREPARED_LIMIT:
-            _prepared.clear()
-        _prepared[key] = found
+        if len(prepared) >= _PREPARED_LIMIT:
+            prepared.clear()
+        prepared[key] = found
     return found
 
 
-def _hmac_sha256(key: bytes, head: bytes, body: bytes) -> bytes:
+def hmac_sha256(key: bytes, head: bytes, body: bytes) -> bytes:
     """``HMAC-SHA256(key, head + body)`` without concatenating ``head`` and ``body``."""
-    inner_state, outer_state = _prepare(key)
+    inner_state, outer_state = prepare(key)
     inner = inner_state.copy()
     inner.update(head)
     inner.update(body)
@@ -116,21 +112,32 @@ class Secret:
 
     def standard_key(self) -> bytes:
         """The HMAC key of Standard Webhooks: the base64 after an optional ``whsec_`` prefix."""
-        encoded = self.value.removeprefix("whsec_")
-        encoded += "=" * (-len(encoded) % 4)  # like the reference libraries: padding optional
-        try:
-            key = base64.b64decode(encoded, validate=True)
-        except (binascii.Error, ValueError):
-            raise ConfigurationError(
-                "a Standard Webhooks secret must be 'whsec_' followed by base64"
-            ) from None
-        if not key:
-            raise ConfigurationError("a Standard Webhooks secret must not be empty")
-        return key
+        return standard_key(self.value)
 
     def raw_key(self) -> bytes:
         """The HMAC key of the Stripe- and GitHub-style schemes: the string's own bytes."""
         return self.value.encode("utf-8")
+
+
+def standard_key(value: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret: the base64 after an optional ``whsec_``."""
+    encoded = value.removeprefix("whsec_")
+    encoded += "=" * (-len(encoded) % 4)  # like the reference libraries: padding optional
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigurationError(
+            "a Standard Webhooks secret must be 'whsec_' followed by base64"
+        ) from None
+    if not key:
+        raise ConfigurationError("a Standard Webhooks secret must not be empty")
+    return key
+
+
+def fingerprint(secrets: Sequence[Secret]) -> str:
+    """A short, stable, non-reversible name for a set of secrets (stored instead of them)."""
+    digest = hashlib.sha256("\n".join(s.value for s in secrets).encode()).hexdigest()
+    return "sha256:" + digest[:16]
 
 
 @dataclass(frozen=True)
@@ -145,15 +152,15 @@ class VerifiedMessage:
 
     def json(self) -> Any:
         """The body parsed as JSON, or :class:`InvalidPayload`."""
-        return _parse_json(self.body)
+        return parse_json(self.body)
 
 
-def _verified(
+def verified(
     event_id: str, body: bytes, scheme: str, timestamp: int | None, secret_index: int
 ) -> VerifiedMessage:
     """``VerifiedMessage(...)`` at half the cost: a frozen dataclass's ``__init__`` pays one
     ``object.__setattr__`` per field, which is a visible share of the verify hot path."""
-    message = _new_object(VerifiedMessage)
+    message = new_object(VerifiedMessage)
     fields = message.__dict__
     fields["event_id"] = event_id
     fields["body"] = body
@@ -163,7 +170,7 @@ def _verified(
     return message
 
 
-def _parse_json(body: bytes) -> Any:
+def parse_json(body: bytes) -> Any:
     if not body:
         raise InvalidPayload("the body is empty")
     try:
@@ -174,21 +181,21 @@ def _parse_json(body: bytes) -> Any:
         raise InvalidPayload("the body is not JSON") from None
 
 
-def _header(headers: Mapping[str, str], name: str) -> str:
+def header(headers: Mapping[str, str], name: str) -> str:
     value = headers.get(name)
     if value is None:
         raise MissingHeader(f"the '{name}' header is missing")
     return value
 
 
-def _parse_timestamp(raw: str, where: str) -> int:
+def parse_timestamp(raw: str, where: str) -> int:
     """Strict integer seconds: ASCII digits only (no sign, space, dot, underscore or exponent)."""
-    if not (0 < len(raw) <= _MAX_TIMESTAMP_DIGITS and raw.isascii() and raw.isdigit()):
+    if not (0 < len(raw) <= MAX_TIMESTAMP_DIGITS and raw.isascii() and raw.isdigit()):
         raise MalformedHeader(f"{where} must be integer Unix seconds")
     return int(raw)
 
 
-def _check_event_id(event_id: str, where: str) -> str:
+def check_event_id(event_id: str, where: str) -> str:
     if not (
         0 < len(event_id) <= MAX_EVENT_ID_LENGTH
         and event_id.isascii()
@@ -201,7 +208,7 @@ def _check_event_id(event_id: str, where: str) -> str:
     return event_id
 
 
-def _check_window(timestamp: int, now: float, tolerance: int) -> None:
+def check_window(timestamp: int, now: float, tolerance: int) -> None:
     now_s = math.floor(now)
     if timestamp < now_s - tolerance:
         raise TimestampTooOld(f"the signed timestamp is more than {tolerance} s in the past")
@@ -209,7 +216,7 @@ def _check_window(timestamp: int, now: float, tolerance: int) -> None:
         raise TimestampTooNew(f"the signed timestamp is more than {tolerance} s in the future")
 
 
-def _hex_candidates(values: Iterable[str]) -> list[bytes]:
+def hex_candidates(values: Iterable[str]) -> list[bytes]:
     found = []
     for value in values:
         try:
@@ -219,19 +226,20 @@ def _hex_candidates(values: Iterable[str]) -> list[bytes]:
     return found
 
 
-def _match(keys: Sequence[bytes], head: bytes, body: bytes, candidates: Sequence[bytes]) -> int:
+def match(keys: Sequence[bytes], head: bytes, body: bytes, candidates: Sequence[bytes]) -> int:
     """The index of the first key whose HMAC of ``head + body`` equals a candidate, compared in
     constant time."""
     for index, key in enumerate(keys):
-        expected = _hmac_sha256(key, head, body)
+        expected = hmac_sha256(key, head, body)
         for candidate in candidates:
-            if _compare(expected, candidate):
+            if compare(expected, candidate):
                 return index
     raise SignatureMismatch("no signature matches an active secret")
 
 
 class Scheme(Protocol):
-    """One wire scheme: how a sender signs a body and how a receiver checks it."""
+    """One wire scheme: how a sender signs a body, how a receiver checks it, and everything
+    else that depends on the scheme (event id, secrets, decoys, redaction)."""
 
     @property
     def name(self) -> str:
@@ -243,8 +251,22 @@ class Scheme(Protocol):
         """Whether the scheme signs a timestamp (and so checks a tolerance window)."""
         ...
 
+    @property
+    def signature_header(self) -> str:
+        """The (lower-case) header that carries the signature."""
+        ...
+
+    @property
+    def redaction_pattern(self) -> re.Pattern[str]:
+        """Text shaped like this scheme's signatures or secrets (see :meth:`redact`)."""
+        ...
+
     def key(self, secret: Secret) -> bytes:
         """The HMAC key this scheme derives from a configured secret."""
+        ...
+
+    def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
+        """The exact bytes the HMAC covers."""
         ...
 
     def sign(
@@ -265,289 +287,94 @@ class Scheme(Protocol):
         """Check ``body`` against ``headers`` (lower-cased names) or raise a VerificationError."""
         ...
 
+    def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
+        """Where this scheme carries the event id, read leniently: ``""`` when absent."""
+        ...
 
-def _standard_candidates(header: str) -> list[bytes]:
-    """The decoded ``v1`` signatures of a ``webhook-signature`` header; other versions ignored."""
-    candidates: list[bytes] = []
-    well_formed = 0
-    for entry in header.split():
-        version, comma, encoded = entry.partition(",")
-        if not comma or not version or not encoded:
-            continue
-        well_formed += 1
-        if version != "v1":
-            continue  # unknown versions are ignored, never an error by themselves
-        try:
-            candidates.append(_a2b_base64(encoded, strict_mode=True))
-        except (binascii.Error, ValueError):
-            continue
-    if not well_formed:
-        raise MalformedHeader(
-            "the 'webhook-signature' header must hold space-separated 'v1,<base64>' entries"
-        )
-    return candidates
+    def mint_secret(self, raw: bytes | None = None) -> Secret:
+        """A fresh secret of this scheme's usual shape (``raw``: its random bytes, for seeds)."""
+        ...
 
+    def parse_secret(self, value: str) -> Secret:
+        """``value`` as a secret this scheme can use, or :class:`ConfigurationError`."""
+        ...
 
-def _verify_standard(
-    body: bytes, headers: Mapping[str, str], keys: Sequence[bytes], now: float, tolerance: int
-) -> VerifiedMessage:
-    """:meth:`StandardWebhooks.verify`, positional (``Verifier`` calls it directly)."""
-    # The hot path of every delivery, kept flat on purpose (see bench/bench_verify.py): no
-    # helper calls on success except the constant-time compare; helpers only to raise.
-    try:
-        event_id = headers["webhook-id"]
-        raw_ts = headers["webhook-timestamp"]
-        header = headers["webhook-signature"]
-    except KeyError:
-        names = ("webhook-id", "webhook-timestamp", "webhook-signature")
-        missing = [name for name in names if headers.get(name) is None] or ["webhook-id"]
-        raise MissingHeader(f"the '{missing[0]}' header is missing") from None
-    line = f"{event_id}.{raw_ts}."  # what is signed before the body
-    if not (
-        0 < len(event_id) <= MAX_EVENT_ID_LENGTH
-        and 0 < len(raw_ts) <= _MAX_TIMESTAMP_DIGITS
-        and line.isascii()
-        and raw_ts.isdigit()
-        and event_id.isprintable()
-        and " " not in event_id
-    ):
-        _check_event_id(event_id, "'webhook-id'")  # one of these two raises
-        _parse_timestamp(raw_ts, "the 'webhook-timestamp' header")
-    candidates: list[bytes]
-    if len(header) == 47 and header.startswith("v1,"):  # the usual: one v1 HMAC-SHA256
-        try:
-            candidates = [_a2b_base64(header[3:], strict_mode=True)]
-        except (binascii.Error, ValueError):
-            candidates = []
-    elif len(header) > _MAX_SIGNATURE_HEADER:
-        raise MalformedHeader("the 'webhook-signature' header is too long")
-    else:
-        candidates = _standard_candidates(header)
-    timestamp = int(raw_ts)
-    # floor(now) - tolerance <= timestamp <= floor(now) + tolerance, for an integer timestamp:
-    if not now - tolerance - 1 < timestamp <= now + tolerance:
-        _check_window(timestamp, now, tolerance)
-    head = line.encode("ascii")
-    for index, key in enumerate(keys):
-        inner_state, outer_state = _prepared.get(key) or _prepare(key)
-        inner = inner_state.copy()
-        inner.update(head)
-        inner.update(body)
-        outer = outer_state.copy()
-        outer.update(inner.digest())
-        expected = outer.digest()
-        for candidate in candidates:
-            if _compare(expected, candidate):
-                message = _new_object(VerifiedMessage)  # = _verified(...), inlined
-                fields = message.__dict__
-                fields["event_id"] = event_id
-                fields["body"] = body
-                fields["scheme"] = "standard"
-                fields["timestamp"] = timestamp
-                fields["secret_index"] = index
-                return message
-    raise SignatureMismatch("no signature matches an active secret")
+    def fingerprint(self, secrets: Sequence[Secret]) -> str:
+        """A short, stable, non-reversible name for ``secrets``."""
+        ...
 
+    def secret_texts(self, secrets: Iterable[Secret]) -> list[str]:
+        """Every text derived from ``secrets`` that must never appear in a log or sample."""
+        ...
 
-@dataclass(frozen=True)
-class StandardWebhooks:
-    """Standard Webhooks v1, byte-compatible with the public specification and its libraries."""
-
-    name: ClassVar[str] = "standard"
-    uses_timestamp: ClassVar[bool] = True
-    id_header: ClassVar[str] = "webhook-id"
-    timestamp_header: ClassVar[str] = "webhook-timestamp"
-    signature_header: ClassVar[str] = "webhook-signature"
-
-    def key(self, secret: Secret) -> bytes:
-        return secret.standard_key()
-
-    def sign(
-        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
-    ) -> dict[str, str]:
-        signed = b"%s.%d.%s" % (event_id.encode("utf-8"), timestamp, body)
-        signatures = " ".join(
-            "v1," + base64.b64encode(_hmac_digest(s.standard_key(), signed, "sha256")).decode()
-            for s in secrets
-        )
-        return {
-            self.id_header: event_id,
-            self.timestamp_header: str(timestamp),
-            self.signature_header: signatures,
-        }
-
-    def verify(
+    def decoy(
         self,
-        body: bytes,
         headers: Mapping[str, str],
         *,
-        keys: Sequence[bytes],
-        now: float,
-        tolerance: int,
-    ) -> VerifiedMessage:
-        return _verify_standard(body, headers, keys, now, tolerance)
+        kind: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+    ) -> dict[str, str]:
+        """``headers`` with a signature the receiver must skip put before the valid one:
+        ``rotation`` (signed with ``key``, another secret) or ``unknown-version`` (a version it
+        does not know). :class:`ConfigurationError` for a scheme carrying one signature only."""
+        ...
+
+    def redact(self, text: str, replacement: str = "***") -> str:
+        """``text`` with anything shaped like this scheme's signatures or secrets replaced."""
+        ...
 
 
-@dataclass(frozen=True)
-class StripeStyle:
-    """``Stripe-Signature: t=<ts>,v1=<hex>[,v1=<hex>…]`` over ``"{t}.{body}"``; id from the body."""
+class SchemeBase:
+    """The parts of :class:`Scheme` most schemes share; a scheme sets the class attributes and
+    overrides what differs. The HMAC key is the secret string's own bytes unless overridden."""
 
-    name: ClassVar[str] = "stripe"
-    uses_timestamp: ClassVar[bool] = True
-    signature_header: ClassVar[str] = "stripe-signature"
+    name: ClassVar[str]
+    uses_timestamp: ClassVar[bool]
+    signature_header: ClassVar[str]
+    id_header: ClassVar[str | None] = None
+    secret_prefix: ClassVar[str] = ""
+    """What a minted secret starts with."""
+    redaction_pattern: ClassVar[re.Pattern[str]]
+    """Text shaped like this scheme's signatures or secrets."""
 
     def key(self, secret: Secret) -> bytes:
         return secret.raw_key()
 
-    def sign(
-        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
-    ) -> dict[str, str]:
-        signed = b"%d.%s" % (timestamp, body)
-        parts = [f"t={timestamp}"] + [
-            "v1=" + _hmac_digest(s.raw_key(), signed, "sha256").hex() for s in secrets
-        ]
-        return {self.signature_header: ",".join(parts)}
+    def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
+        if self.id_header is None:
+            return ""
+        return headers.get(self.id_header) or ""
 
-    def verify(
+    def mint_secret(self, raw: bytes | None = None) -> Secret:
+        material = os.urandom(SECRET_BYTES) if raw is None else raw
+        return Secret(self.secret_prefix + material.hex())
+
+    def parse_secret(self, value: str) -> Secret:
+        secret = Secret(value)
+        self.key(secret)  # raises ConfigurationError when unusable for this scheme
+        return secret
+
+    def fingerprint(self, secrets: Sequence[Secret]) -> str:
+        return fingerprint(secrets)
+
+    def secret_texts(self, secrets: Iterable[Secret]) -> list[str]:
+        values = [s.value for s in secrets]
+        return values + [value.removeprefix("whsec_") for value in values]
+
+    def decoy(
         self,
-        body: bytes,
         headers: Mapping[str, str],
         *,
-        keys: Sequence[bytes],
-        now: float,
-        tolerance: int,
-    ) -> VerifiedMessage:
-        header = _header(headers, self.signature_header)
-        if len(header) > _MAX_SIGNATURE_HEADER:
-            raise MalformedHeader("the 'stripe-signature' header is too long")
-        pairs = [item.partition("=") for item in header.split(",")]
-        raw_ts = [value for name, eq, value in pairs if eq and name == "t"]
-        if len(raw_ts) != 1:
-            raise MalformedHeader("the 'stripe-signature' header must hold exactly one 't='")
-        timestamp = _parse_timestamp(raw_ts[0], "the 't=' of the 'stripe-signature' header")
-        candidates = _hex_candidates(v for n, eq, v in pairs if eq and n == "v1")
-        _check_window(timestamp, now, tolerance)
-        index = _match(keys, f"{raw_ts[0]}.".encode("ascii"), body, candidates)
-        event_id = _body_event_id(body)
-        return _verified(event_id, body, self.name, timestamp, index)
-
-
-def _body_event_id(body: bytes) -> str:
-    document = _parse_json(body)
-    event_id = document.get("id") if isinstance(document, dict) else None
-    if not isinstance(event_id, str):
-        raise InvalidPayload("the body must be a JSON object with a string 'id'")
-    try:
-        return _check_event_id(event_id, "the body's 'id'")
-    except MalformedHeader as error:
-        raise InvalidPayload(str(error)) from None
-
-
-@dataclass(frozen=True)
-class GitHubStyle:
-    """``X-Hub-Signature-256: sha256=<hex>`` over the body; the id is ``X-GitHub-Delivery``."""
-
-    name: ClassVar[str] = "github"
-    uses_timestamp: ClassVar[bool] = False
-    signature_header: ClassVar[str] = "x-hub-signature-256"
-    id_header: ClassVar[str] = "x-github-delivery"
-
-    def key(self, secret: Secret) -> bytes:
-        return secret.raw_key()
-
-    def sign(
-        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
-    ) -> dict[str, str]:
-        digest = _hmac_digest(secrets[0].raw_key(), body, "sha256").hex()
-        return {self.signature_header: f"sha256={digest}", self.id_header: event_id}
-
-    def verify(
-        self,
+        kind: str,
         body: bytes,
-        headers: Mapping[str, str],
-        *,
-        keys: Sequence[bytes],
-        now: float,
-        tolerance: int,
-    ) -> VerifiedMessage:
-        event_id = _check_event_id(_header(headers, self.id_header), "'x-github-delivery'")
-        header = _header(headers, self.signature_header)
-        algorithm, eq, digest = header.partition("=")
-        if not eq or algorithm != "sha256" or len(digest) != 64:
-            raise MalformedHeader("the 'x-hub-signature-256' header must be 'sha256=<64 hex>'")
-        candidates = _hex_candidates([digest])
-        if not candidates:
-            raise MalformedHeader("the 'x-hub-signature-256' header must be 'sha256=<64 hex>'")
-        index = _match(keys, b"", body, candidates)
-        return _verified(event_id, body, self.name, None, index)
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+    ) -> dict[str, str]:
+        raise ConfigurationError(f"the {self.name} scheme carries a single signature")
 
-
-SCHEMES: Mapping[str, Scheme] = {
-    scheme.name: scheme for scheme in (StandardWebhooks(), StripeStyle(), GitHubStyle())
-}
-
-
-def scheme_named(name: str) -> Scheme:
-    """The scheme called ``name`` (``standard``, ``stripe`` or ``github``)."""
-    try:
-        return SCHEMES[name]
-    except KeyError:
-        choices = ", ".join(SCHEMES)
-        raise ConfigurationError(f"unknown scheme {name!r}; choose one of {choices}") from None
-
-
-@dataclass(frozen=True)
-class Verifier:
-    """Verifies deliveries for one scheme against several active secrets (rotation).
-
-    Keys are derived once, at construction; a bad secret is a :class:`ConfigurationError` here,
-    not a failure per request. ``clock`` returns Unix seconds and is read at each call.
-    """
-
-    secrets: Sequence[Secret]
-    scheme: Scheme = field(default_factory=StandardWebhooks)
-    tolerance: int = DEFAULT_TOLERANCE_S
-    clock: Callable[[], float] = time.time
-    _keys: tuple[bytes, ...] = field(init=False, repr=False, compare=False)
-    _direct: Callable[..., VerifiedMessage] | None = field(init=False, repr=False, compare=False)
-
-    def __post_init__(self) -> None:
-        if not self.secrets:
-            raise ConfigurationError("at least one webhook secret is required")
-        if isinstance(self.tolerance, bool) or not isinstance(self.tolerance, int):
-            raise ConfigurationError("the tolerance must be a whole number of seconds")
-        if self.tolerance < 0:
-            raise ConfigurationError("the tolerance must not be negative")
-        object.__setattr__(self, "_keys", tuple(self.scheme.key(s) for s in self.secrets))
-        # The default scheme's verify is called directly: one call and no keywords fewer per
-        # delivery (bench/bench_verify.py).
-        direct = _verify_standard if type(self.scheme) is StandardWebhooks else None
-        object.__setattr__(self, "_direct", direct)
-
-    def verify(
-        self, body: bytes, headers: Mapping[str, str], now: float | None = None
-    ) -> VerifiedMessage:
-        """Check one delivery. ``headers`` may use any case; ``now`` defaults to the clock."""
-        if now is None:
-            now = self.clock()
-        direct = self._direct
-        try:
-            if direct is not None:
-                return direct(body, headers, self._keys, now, self.tolerance)
-            return self.scheme.verify(
-                body, headers, keys=self._keys, now=now, tolerance=self.tolerance
-            )
-        except MissingHeader:
-            # Schemes look names up in lower case; only a mapping with other cases needs a copy.
-            if _is_lower(headers):
-                raise
-        lowered = {name.lower(): value for name, value in headers.items()}
-        return self.scheme.verify(body, lowered, keys=self._keys, now=now, tolerance=self.tolerance)
-
-    def sign(self, body: bytes, *, event_id: str, timestamp: int) -> dict[str, str]:
-        """Headers that this verifier accepts for ``body`` (handy in tests and tools)."""
-        return self.scheme.sign(body, secrets=self.secrets, event_id=event_id, timestamp=timestamp)
-
-
-def _is_lower(headers: Mapping[str, str]) -> bool:
-    return all(map(str.islower, headers))  # map: no generator frame on the hot path
+    def redact(self, text: str, replacement: str = "***") -> str:
+        return self.redaction_pattern.sub(replacement, text)
