@@ -26,6 +26,7 @@ import httpx
 from conformance.exceptions import HarnessError
 from conformance.exchange import Exchange
 from conformance.wire import WireRequest
+from receiver.signing import event_id_of
 from sender_sim import (
     Fault,
     FaultKind,
@@ -91,9 +92,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             body,
             request.method,
         )
-        event_id = (
-            request.headers.get("webhook-id") or request.headers.get("x-github-delivery") or ""
-        )
+        event_id = event_id_of(request.headers, body)
         label = self.label
         started = time.perf_counter()
         try:

@@ -17,7 +17,6 @@ import random
 import secrets as secrets_module
 import tempfile
 import time
-from base64 import b64encode
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -249,10 +248,8 @@ class WireRun:
 
 
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
-    raw = bytes(rng.getrandbits(8) for _ in range(24))
-    if scheme.name == "standard":
-        return Secret("whsec_" + b64encode(raw).decode())
-    return Secret("wrong_" + raw.hex())
+    wrong: Secret = scheme.scheme.mint_secret(bytes(rng.getrandbits(8) for _ in range(24)))
+    return wrong
 
 
 ActionFn = Callable[[WireRun, Mapping[str, Any]], Awaitable[None]]
