@@ -26,6 +26,7 @@ import httpx
 from conformance.exceptions import HarnessError
 from conformance.exchange import Exchange
 from conformance.wire import WireRequest
+from receiver.clock import FreshWireClock
 from receiver.signing import event_id_of
 from sender_sim import (
     Fault,
@@ -139,21 +140,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             ),
         )
         return httpx.Response(response.status_code, headers=headers, content=content)
-
-
-class FreshWireClock:
-    """Real time, but never the same second twice: every attempt is signed with a new timestamp
-    (so a fresh signature), drifting ahead of real time by at most one second per attempt."""
-
-    def __init__(self) -> None:
-        self._last: datetime | None = None
-
-    def now(self) -> datetime:
-        now = datetime.now(UTC)
-        if self._last is not None and now < self._last + timedelta(seconds=1):
-            now = self._last + timedelta(seconds=1)
-        self._last = now
-        return now
 
 
 def compile_policy(args: Mapping[str, Any], timeout_s: float | None) -> Policy:

@@ -31,6 +31,7 @@ from conformance.payloads import PayloadFactory
 from conformance.probe import Probe
 from conformance.results import Failure, Outcome, ScenarioResult
 from conformance.wire import WireRequest, WireScheme, tamper
+from receiver.clock import next_fresh_second
 from receiver.signing import Secret
 
 if TYPE_CHECKING:
@@ -128,9 +129,10 @@ class WireRun:
     # -- signing and sending --------------------------------------------------------------------
 
     def timestamp(self, event: EventOnWire, skew: int, fresh: bool) -> int:
-        stamp = int(time.time()) + skew
-        if fresh and skew == 0 and stamp <= event.last_timestamp:
-            stamp = event.last_timestamp + 1  # a fresh signature, even within the same second
+        # a fresh signature, even within the same second:
+        stamp = next_fresh_second(
+            int(time.time()) + skew, event.last_timestamp, fresh=fresh and skew == 0
+        )
         event.last_timestamp = max(event.last_timestamp, stamp)
         return stamp
 

@@ -40,12 +40,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
+from receiver.clock import ClockInput, datetime_source
 from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
 from receiver.inbox.contract import (
     DEFAULT_LEASE,
     Claim,
     ClaimOutcome,
-    Clock,
     Inbox,
     InboxRecord,
     RecordState,
@@ -167,7 +167,7 @@ class SqliteInbox(Inbox):
         path: str | os.PathLike[str],
         *,
         lease: timedelta = DEFAULT_LEASE,
-        clock: Clock = utc_now,
+        clock: ClockInput = utc_now,
         max_batch: int = MAX_BATCH,
     ) -> None:
         if not isinstance(lease, timedelta) or lease <= timedelta(0):
@@ -182,7 +182,7 @@ class SqliteInbox(Inbox):
                 "(use MemoryInbox or open_inbox(':memory:') for a throwaway inbox)"
             )
         self.lease = lease
-        self._clock = clock
+        self._clock = datetime_source(clock)
         self._write, self._read = self._open(self.path)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
