@@ -27,7 +27,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from receiver import sqlite_db
+import receiver.sqlite_db as sqlite_db
 from receiver.exceptions import UnknownMigrations
 from sender_sim.exceptions import ConflictError, NotFound, StoreError
 from sender_sim.records import (

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 
-from receiver import sqlite_db
+from receiver.sqlite_db import apply_migrations as _apply_migrations
 
 __all__ = ["MIGRATIONS", "MIGRATION_SET", "apply_migrations"]
 
@@ -48,4 +48,4 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 
 def apply_migrations(conn: sqlite3.Connection) -> None:
     """Bring the inbox schema on ``conn`` (autocommit mode) up to date, atomically."""
-    sqlite_db.apply_migrations(conn, MIGRATION_SET, MIGRATIONS)
+    _apply_migrations(conn, MIGRATION_SET, MIGRATIONS)
