@@ -205,7 +205,9 @@ def _leak_candidates(run: WireRun, exchange: Exchange) -> set[str]:
         key = scheme.scheme.key(secret)
         found.add(base64.b64encode(key).decode())
         request = exchange.request
-        event_id = request.header("webhook-id") or request.header("x-github-delivery") or b""
+        event_id = scheme.scheme.event_id(
+            {name: value.decode("latin-1") for name, value in request.headers}, request.body
+        ).encode()
         stamp = request.header("webhook-timestamp") or b""
         for signed in (
             event_id + b"." + stamp + b"." + request.body,

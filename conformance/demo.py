@@ -3,8 +3,6 @@ directory, served by uvicorn on a free loopback port for the length of one check
 
 from __future__ import annotations
 
-import base64
-import os
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,6 +12,7 @@ from pathlib import Path
 from conformance.config import CheckSettings
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
+from receiver.signing import SCHEMES
 
 __all__ = ["ServedReceiver", "demo_settings", "serving_reference_receiver"]
 
@@ -31,7 +30,7 @@ class ServedReceiver:
 @contextmanager
 def serving_reference_receiver(workdir: Path) -> Iterator[ServedReceiver]:
     """Serve the reference receiver (fresh secret, probe token and inbox) until the block ends."""
-    secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
+    secret = SCHEMES["standard"].mint_secret().value
     token = secrets.token_urlsafe(18)
     settings = ReceiverSettings(
         secrets=[secret], db=str(workdir / "inbox.sqlite"), probe_token=token

@@ -4,6 +4,7 @@ Every failure the receiver can report is one of these; nothing else escapes its 
 
     ReceiverError
     ├── ConfigurationError          a bad secret, option or database URL (raised at start-up)
+    │   └── UnknownMigrations       a database written by a newer version (unknown migrations)
     ├── VerificationError           a delivery that must be refused; carries its HTTP answer
     │   ├── MissingHeader           400  a required signature header is absent
     │   ├── MalformedHeader         400  a header is present but cannot be parsed
@@ -31,6 +32,7 @@ __all__ = [
     "SignatureMismatch",
     "TimestampTooNew",
     "TimestampTooOld",
+    "UnknownMigrations",
     "VerificationError",
 ]
 
@@ -41,6 +43,19 @@ class ReceiverError(Exception):
 
 class ConfigurationError(ReceiverError):
     """A secret, option or database location is unusable; raised before serving anything."""
+
+
+class UnknownMigrations(ConfigurationError):
+    """A SQLite database records migrations of ``migration_set`` that this version does not know
+    (a newer hookproof wrote it); nothing was changed."""
+
+    def __init__(self, migration_set: str, names: list[str]) -> None:
+        super().__init__(
+            f"the database has {migration_set!r} migrations this version does not know: "
+            + ", ".join(names)
+        )
+        self.migration_set = migration_set
+        self.names = names
 
 
 class VerificationError(ReceiverError):

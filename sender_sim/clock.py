@@ -1,27 +1,29 @@
 """Clocks: the simulation clock that decides scheduling, and the wire clock that stamps signatures.
 
-A clock is anything with ``now() -> datetime`` returning a timezone-aware UTC datetime.
+A clock is anything with ``now() -> datetime`` returning a timezone-aware UTC datetime: the one
+:class:`~receiver.clock.Clock` protocol of the whole project, re-exported here.
 :class:`RealClock` reads the system time; :class:`VirtualClock` only moves when told
 (``advance``/``set``), so six hours of backoff take no wall time; :class:`SkewedClock` views
 another clock shifted by a fixed offset (a worker whose clock runs fast or slow, or the wire clock
-``real time + signature skew``). Times are never floats.
+``real time + signature skew``); :class:`~receiver.clock.FreshWireClock` (re-exported) is real
+time that never gives the same second twice. Times are never floats.
 """
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from typing import Protocol, runtime_checkable
 
+from receiver.clock import Clock, FreshWireClock, SystemClock
 from sender_sim.exceptions import InvalidTime
 
-__all__ = ["Clock", "RealClock", "SkewedClock", "VirtualClock", "require_aware"]
-
-
-@runtime_checkable
-class Clock(Protocol):
-    """Something that tells the time as a timezone-aware UTC datetime."""
-
-    def now(self) -> datetime: ...
+__all__ = [
+    "Clock",
+    "FreshWireClock",
+    "RealClock",
+    "SkewedClock",
+    "VirtualClock",
+    "require_aware",
+]
 
 
 def require_aware(value: datetime, name: str = "time") -> datetime:
@@ -33,11 +35,8 @@ def require_aware(value: datetime, name: str = "time") -> datetime:
     return value.astimezone(UTC)
 
 
-class RealClock:
-    """The system clock."""
-
-    def now(self) -> datetime:
-        return datetime.now(UTC)
+class RealClock(SystemClock):
+    """The system clock (:class:`receiver.clock.SystemClock` under the sender's name)."""
 
     def __repr__(self) -> str:
         return "RealClock()"

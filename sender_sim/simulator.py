@@ -16,9 +16,7 @@ is due, jump the virtual clock to the next due time (six hours of backoff take n
 from __future__ import annotations
 
 import asyncio
-import base64
 import functools
-import hashlib
 import itertools
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -30,7 +28,8 @@ from typing import Any
 import httpx
 
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
-from receiver.signing import Secret, scheme_named
+from receiver.schemes.base import fingerprint
+from receiver.signing import SCHEMES, Secret, scheme_named
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
 from sender_sim.envelope import build_body, envelope_problem, payload_digest
 from sender_sim.exceptions import (
@@ -107,8 +106,7 @@ def _parsed_url(url: str) -> httpx.URL:
 
 
 def _fingerprint(secrets: Sequence[Secret]) -> str:
-    digest = hashlib.sha256("\n".join(s.value for s in secrets).encode()).hexdigest()
-    return "sha256:" + digest[:16]
+    return fingerprint(secrets)
 
 
 def _on_grid(when: datetime, period: timedelta) -> datetime:
@@ -200,7 +198,7 @@ class Simulator:
     def random_secret(self) -> Secret:
         """A fresh ``whsec_`` secret no receiver knows (wrong- and rotated-secret faults)."""
         raw = bytes(self._secret_rng.getrandbits(8) for _ in range(24))
-        return Secret("whsec_" + base64.b64encode(raw).decode("ascii"))
+        return SCHEMES["standard"].mint_secret(raw)
 
     # -- endpoints -----------------------------------------------------------------------------
 

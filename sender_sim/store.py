@@ -1,5 +1,8 @@
 """The simulator's durable store: SQLite through sqlite-utils, schema as migrations.
 
+Opening, the WAL switch and the migrations go through :mod:`receiver.sqlite_db`, shared with the
+receiver's inbox (so several processes may open one new store file at once).
+
 One store interface, :class:`SQLiteStore`, over a file (production pragmas: WAL journal,
 ``synchronous=FULL``) or ``":memory:"`` (tests, scenarios). Every state change is an
 ``UPDATE … WHERE delivery_id = ? AND state = ? AND fencing_token = ?`` (compare-and-set) committed
@@ -24,8 +27,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-import sqlite_utils
-
+import receiver.sqlite_db as sqlite_db
+from receiver.exceptions import UnknownMigrations
 from sender_sim.exceptions import ConflictError, NotFound, StoreError
 from sender_sim.records import (
     Attempt,
@@ -297,6 +300,18 @@ class DeliveryFilter:
     limit: int | None = None
 
 
+_PRAGMAS = (
+    "busy_timeout=10000",
+    "cache_size=-65536",  # 64 MiB of page cache
+    "wal_autocheckpoint=16384",  # checkpoint every 64 MiB
+)
+
+
+def _close(conn: sqlite3.Connection | None) -> None:
+    if conn is not None:
+        conn.close()
+
+
 class SQLiteStore:
     """The simulator's records in one SQLite database (a file path, or ``":memory:"``)."""
 
@@ -305,40 +320,24 @@ class SQLiteStore:
             raise StoreError(f"unknown synchronous mode {synchronous!r}")
         self.path = str(path)
         self._lock = threading.RLock()
+        conn: sqlite3.Connection | None = None
         try:
-            self._conn = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=10.0
+            conn = sqlite_db.connect(
+                self.path, synchronous=synchronous, busy_timeout_s=10.0, pragmas=_PRAGMAS
             )
             if self.path != ":memory:":
-                self._conn.execute("PRAGMA journal_mode=WAL")
-            self._conn.execute(f"PRAGMA synchronous={synchronous.upper()}")
-            self._conn.execute("PRAGMA busy_timeout=10000")
-            self._conn.execute("PRAGMA cache_size=-65536")  # 64 MiB of page cache
-            self._conn.execute("PRAGMA wal_autocheckpoint=16384")  # checkpoint every 64 MiB
-            self._migrate()
-        except sqlite3.Error as error:
-            raise StoreError(f"cannot open the simulator store at {self.path}: {error}") from None
-
-    def _migrate(self) -> None:
-        db = sqlite_utils.Database(self._conn)
-        migrations = sqlite_utils.Migrations(MIGRATION_SET)
-        for name, sql in _SCHEMA:
-
-            def step(database: sqlite_utils.Database, sql: str = sql) -> None:
-                for statement in sql.split(";"):
-                    if statement.strip():
-                        database.execute(statement)
-
-            step.__name__ = name
-            migrations(name=name)(step)
-        known = {name for name, _ in _SCHEMA}
-        applied = {m.name for m in migrations.applied(db)}
-        if applied - known:
+                sqlite_db.enable_wal(conn, timeout_s=10.0)
+            sqlite_db.apply_migrations(conn, MIGRATION_SET, _SCHEMA)
+        except UnknownMigrations as error:
+            _close(conn)
             raise StoreError(
                 f"the store at {self.path} has migrations this version does not know: "
-                f"{', '.join(sorted(applied - known))}"
-            )
-        migrations.apply(db)
+                f"{', '.join(error.names)}"
+            ) from None
+        except sqlite3.Error as error:
+            _close(conn)
+            raise StoreError(f"cannot open the simulator store at {self.path}: {error}") from None
+        self._conn = conn
 
     def close(self) -> None:
         with self._lock:

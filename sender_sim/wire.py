@@ -10,7 +10,6 @@ characters and never a secret, a signature or anything that looks like a ``whsec
 
 from __future__ import annotations
 
-import re
 import socket
 import ssl
 from collections.abc import Iterable, Sequence
@@ -18,7 +17,7 @@ from datetime import datetime
 
 import httpx
 
-from receiver.signing import Secret, scheme_named
+from receiver.signing import Secret, redact_signatures, scheme_named
 from sender_sim.records import OutcomeKind, rfc3339
 
 __all__ = [
@@ -35,7 +34,6 @@ DELIVERY_ID_HEADER = "hookproof-delivery-id"
 ATTEMPT_HEADER = "hookproof-attempt"
 DEADLINE_HEADER = "hookproof-deadline"
 SAMPLE_LIMIT = 500
-_SECRETISH = re.compile(r"whsec_[A-Za-z0-9+/=]+|v1,[A-Za-z0-9+/=]{20,}|sha256=[0-9a-fA-F]{64}")
 _DNS_WORDS = (
     "name or service not known",
     "nodename nor servname",
@@ -103,5 +101,5 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for secret in secrets:
         if secret:
             text = text.replace(secret, "***")
-    text = _SECRETISH.sub("***", text)
+    text = redact_signatures(text, "***")
     return text[:SAMPLE_LIMIT]

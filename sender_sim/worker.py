@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
-from receiver.signing import Secret
+from receiver.signing import Secret, scheme_named
 from sender_sim.classify import Outcome
 from sender_sim.faults import Fault, FaultKind
 from sender_sim.records import (
@@ -283,7 +283,7 @@ class Worker:
             assert concurrent is not None
             copies = concurrent.copies
         sequential = 2 if fired(fires(FaultKind.DUPLICATE_SEND, **where)) else 1
-        redactions = [s.value for s in secrets] + [s.value.removeprefix("whsec_") for s in secrets]
+        redactions = scheme_named(endpoint.endpoint.scheme).secret_texts(secrets)
         url = endpoint.url
         if copies > 1:
             outcomes = await asyncio.gather(

@@ -18,6 +18,8 @@ from typing import Any
 
 import httpx
 
+from receiver.signing import event_id_of
+
 __all__ = ["ScriptedReceiver"]
 
 
@@ -36,7 +38,7 @@ class ScriptedReceiver:
         return httpx.MockTransport(self.handle)
 
     async def handle(self, request: httpx.Request) -> httpx.Response:
-        event_id = request.headers.get("webhook-id") or request.headers.get("x-github-delivery", "")
+        event_id = event_id_of(request.headers, request.content)
         queue = self.scripts.get(event_id)
         answer = queue.pop(0) if queue else None
         if answer is None:

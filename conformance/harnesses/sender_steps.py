@@ -26,6 +26,8 @@ import httpx
 from conformance.exceptions import HarnessError
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.signed_requests import WireRequest
+from receiver.clock import FreshWireClock
+from receiver.signing import event_id_of
 from sender_sim import (
     Fault,
     FaultKind,
@@ -91,9 +93,7 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             body,
             request.method,
         )
-        event_id = (
-            request.headers.get("webhook-id") or request.headers.get("x-github-delivery") or ""
-        )
+        event_id = event_id_of(request.headers, body)
         label = self.label
         started = time.perf_counter()
         try:
@@ -140,21 +140,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             ),
         )
         return httpx.Response(response.status_code, headers=headers, content=content)
-
-
-class FreshWireClock:
-    """Real time, but never the same second twice: every attempt is signed with a new timestamp
-    (so a fresh signature), drifting ahead of real time by at most one second per attempt."""
-
-    def __init__(self) -> None:
-        self._last: datetime | None = None
-
-    def now(self) -> datetime:
-        now = datetime.now(UTC)
-        if self._last is not None and now < self._last + timedelta(seconds=1):
-            now = self._last + timedelta(seconds=1)
-        self._last = now
-        return now
 
 
 def compile_policy(args: Mapping[str, Any], timeout_s: float | None) -> Policy:

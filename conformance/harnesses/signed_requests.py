@@ -9,9 +9,7 @@ the signatures redacted (unless asked otherwise).
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import json
 import random
 import re
@@ -21,6 +19,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.exceptions import UsageError
+from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.signing import Secret, scheme_named
 
 __all__ = [
@@ -199,20 +198,14 @@ class WireScheme:
     ) -> dict[str, str]:
         """Prepend a signature the receiver must skip: ``rotation`` (another secret) or
         ``unknown-version`` (a version it does not know), keeping the valid one second."""
-        header = self.signature_header
-        valid = headers[header]
         other = bytes(rng.getrandbits(8) for _ in range(32))
-        if self.name == "standard":
-            version = "v1" if kind == "rotation" else "v2"
-            signed = f"{event_id}.{timestamp}.".encode() + body
-            bogus = base64.b64encode(hmac.digest(other, signed, "sha256")).decode()
-            return {**headers, header: f"{version},{bogus} {valid}"}
-        if self.name == "stripe":
-            version = "v1" if kind == "rotation" else "v0"
-            bogus = hmac.digest(other, f"{timestamp}.".encode() + body, "sha256").hex()
-            ts, _, rest = valid.partition(",")
-            return {**headers, header: f"{ts},{version}={bogus},{rest}"}
-        raise UsageError(f"the {self.name} scheme carries a single signature")
+        try:
+            decoyed: dict[str, str] = self.scheme.decoy(
+                headers, kind=kind, body=body, event_id=event_id, timestamp=timestamp, key=other
+            )
+        except ReceiverConfigurationError as error:
+            raise UsageError(str(error)) from None
+        return decoyed
 
     def drop(self, role: str, headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
         """Remove one role (``id``, ``timestamp``, ``signature``) from a signed request."""

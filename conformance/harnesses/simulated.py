@@ -8,7 +8,6 @@ scripted receiver checks no tolerance, and fresh signatures become visible as fr
 
 from __future__ import annotations
 
-import base64
 import tempfile
 import time
 from collections.abc import Mapping, Sequence
@@ -25,12 +24,12 @@ from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, W
 from conformance.model import Harness, Scenario, Side
 from conformance.payloads import PayloadFactory
 from conformance.results import Failure, Outcome, ScenarioResult
-from receiver.signing import Secret
+from receiver.signing import SCHEMES, Secret
 
 __all__ = ["SCRIPTED_URL", "S_ACTIONS", "SenderHarness"]
 
 SCRIPTED_URL = "http://scripted.receiver.test/webhooks"
-_SECRET = "whsec_" + base64.b64encode(b"hookproof-scripted-receiver").decode()
+_SECRET = SCHEMES["standard"].mint_secret(b"hookproof-scripted-receiver").value
 S_ACTIONS = frozenset({*SENDER_ACTIONS, "script"})
 """Every step action the S harness understands."""
 

@@ -16,7 +16,6 @@ import itertools
 import random
 import secrets as secrets_module
 import time
-from base64 import b64encode
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -29,6 +28,7 @@ from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.signed_requests import WireRequest, WireScheme, tamper
 from conformance.payloads import PayloadFactory
 from conformance.probe import Probe
+from receiver.clock import next_fresh_second
 from receiver.signing import Secret
 
 if TYPE_CHECKING:
@@ -134,9 +134,10 @@ class WireRun:
     # -- signing and sending --------------------------------------------------------------------
 
     def timestamp(self, event: EventOnWire, skew: int, fresh: bool) -> int:
-        stamp = int(time.time()) + skew
-        if fresh and skew == 0 and stamp <= event.last_timestamp:
-            stamp = event.last_timestamp + 1  # a fresh signature, even within the same second
+        # a fresh signature, even within the same second:
+        stamp = next_fresh_second(
+            int(time.time()) + skew, event.last_timestamp, fresh=fresh and skew == 0
+        )
         event.last_timestamp = max(event.last_timestamp, stamp)
         return stamp
 
@@ -252,7 +253,5 @@ class WireRun:
 
 
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
-    raw = bytes(rng.getrandbits(8) for _ in range(24))
-    if scheme.name == "standard":
-        return Secret("whsec_" + b64encode(raw).decode())
-    return Secret("wrong_" + raw.hex())
+    wrong: Secret = scheme.scheme.mint_secret(bytes(rng.getrandbits(8) for _ in range(24)))
+    return wrong

@@ -33,7 +33,8 @@ Required operations of every backend (:class:`Inbox`):
     Release connections and threads; idempotent.
 
 All operations are coroutines and never block the event loop. Time comes from the backend's
-injected ``clock`` (timezone-aware UTC datetimes), never from a default argument. A store that
+injected ``clock`` (a :class:`receiver.clock.Clock`, or a callable returning timezone-aware UTC
+datetimes), never from a default argument. A store that
 cannot be reached raises :class:`~receiver.exceptions.InboxUnavailable`.
 """
 
@@ -59,7 +60,8 @@ __all__ = [
 ]
 
 Clock = Callable[[], datetime]
-"""Returns the current time as a timezone-aware UTC datetime."""
+"""The callable form of a clock: returns :meth:`receiver.clock.Clock.now`. Every backend also
+accepts a :class:`receiver.clock.Clock` object (``receiver.clock.ClockInput``)."""
 
 TransactionalWork = Callable[[Any], Any]
 """Work run inside the inbox transaction; it receives the backend's transaction handle

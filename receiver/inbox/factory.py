@@ -11,8 +11,9 @@ import importlib
 from datetime import timedelta
 from typing import Any
 
+from receiver.clock import ClockInput
 from receiver.exceptions import ConfigurationError
-from receiver.inbox.contract import DEFAULT_LEASE, Clock, Inbox, utc_now
+from receiver.inbox.contract import DEFAULT_LEASE, Inbox, utc_now
 from receiver.inbox.memory import MemoryInbox
 from receiver.inbox.sqlite import SqliteInbox
 
@@ -23,7 +24,7 @@ POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 
 
 async def open_inbox(
-    location: str, *, lease: timedelta = DEFAULT_LEASE, clock: Clock = utc_now
+    location: str, *, lease: timedelta = DEFAULT_LEASE, clock: ClockInput = utc_now
 ) -> Inbox:
     """The inbox at ``location``.
 

@@ -14,11 +14,11 @@ from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from receiver.clock import ClockInput, datetime_source
 from receiver.inbox.contract import (
     DEFAULT_LEASE,
     Claim,
     ClaimOutcome,
-    Clock,
     Inbox,
     InboxRecord,
     RecordState,
@@ -33,9 +33,9 @@ __all__ = ["MemoryInbox"]
 class MemoryInbox(Inbox):
     """Keeps records in a dict; every operation is atomic under one lock."""
 
-    def __init__(self, *, lease: timedelta = DEFAULT_LEASE, clock: Clock = utc_now) -> None:
+    def __init__(self, *, lease: timedelta = DEFAULT_LEASE, clock: ClockInput = utc_now) -> None:
         self.lease = lease
-        self._clock = clock
+        self._clock = datetime_source(clock)
         self._records: dict[str, InboxRecord] = {}
         self._lock = asyncio.Lock()
         self.store: dict[str, Any] = {}

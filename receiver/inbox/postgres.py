@@ -70,12 +70,12 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
+from receiver.clock import ClockInput, datetime_source
 from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
 from receiver.inbox.contract import (
     DEFAULT_LEASE,
     Claim,
     ClaimOutcome,
-    Clock,
     Inbox,
     InboxRecord,
     RecordState,
@@ -235,13 +235,13 @@ class PostgresInbox(Inbox):
         location: PostgresLocation,
         *,
         lease: timedelta,
-        clock: Clock,
+        clock: ClockInput,
         used_at: weakref.WeakKeyDictionary[AsyncConnection[Any], float] | None = None,
     ) -> None:
         from psycopg import sql
 
         self.lease = lease
-        self._clock = clock
+        self._clock = datetime_source(clock)
         self._pool = pool
         self._location = location
         self._closed = False
@@ -263,7 +263,7 @@ class PostgresInbox(Inbox):
         location: str,
         *,
         lease: timedelta = DEFAULT_LEASE,
-        clock: Clock = utc_now,
+        clock: ClockInput = utc_now,
         schema: str | None = None,
         check_idle_after: float | None = DEFAULT_CHECK_IDLE_AFTER_S,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT_S,

@@ -34,19 +34,18 @@ import os
 import queue
 import sqlite3
 import threading
-import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
+from receiver.clock import ClockInput, datetime_source
 from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
 from receiver.inbox.contract import (
     DEFAULT_LEASE,
     Claim,
     ClaimOutcome,
-    Clock,
     Inbox,
     InboxRecord,
     RecordState,
@@ -54,7 +53,8 @@ from receiver.inbox.contract import (
     retry_after_seconds,
     utc_now,
 )
-from receiver.inbox.sqlite_schema import apply_migrations
+from receiver.inbox.sqlite_schema import MIGRATION_SET, MIGRATIONS
+from receiver.sqlite_db import BUSY_TIMEOUT_S, apply_migrations, connect, enable_wal
 
 __all__ = ["MAX_BATCH", "GroupCommitStats", "SqliteInbox"]
 
@@ -63,7 +63,7 @@ T = TypeVar("T")
 MAX_BATCH: Final = 1024
 """The most jobs one transaction carries; bounds the latency a long queue adds to one batch."""
 
-_BUSY_TIMEOUT_MS: Final = 5000
+_BUSY_TIMEOUT_S: Final = BUSY_TIMEOUT_S
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STOP: Final = object()
@@ -150,32 +150,7 @@ def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
 
 
 def _connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=_BUSY_TIMEOUT_MS / 1000
-    )
-    conn.execute("PRAGMA synchronous = FULL")
-    return conn
-
-
-def _enable_wal(conn: sqlite3.Connection) -> str:
-    """Switch ``conn``'s file to WAL journaling; the journal mode it then has.
-
-    Connections opening one new file at the same moment (replicas starting together) can get
-    ``SQLITE_BUSY`` here at once, without SQLite consulting the busy timeout: the switch needs an
-    exclusive lock. So the switch is retried, with a growing pause, for as long as that timeout.
-    """
-    deadline = time.monotonic() + _BUSY_TIMEOUT_MS / 1000
-    pause = 0.002
-    while True:
-        try:
-            (mode,) = conn.execute("PRAGMA journal_mode = WAL").fetchone()
-            return str(mode)
-        except sqlite3.OperationalError as error:
-            busy = getattr(error, "sqlite_errorcode", None) == sqlite3.SQLITE_BUSY
-            if not busy or time.monotonic() > deadline:
-                raise
-        time.sleep(pause)  # real-time: another connection holds the lock the switch needs
-        pause = min(pause * 2, 0.05)
+    return connect(path, synchronous="FULL", busy_timeout_s=_BUSY_TIMEOUT_S)
 
 
 class SqliteInbox(Inbox):
@@ -192,7 +167,7 @@ class SqliteInbox(Inbox):
         path: str | os.PathLike[str],
         *,
         lease: timedelta = DEFAULT_LEASE,
-        clock: Clock = utc_now,
+        clock: ClockInput = utc_now,
         max_batch: int = MAX_BATCH,
     ) -> None:
         if not isinstance(lease, timedelta) or lease <= timedelta(0):
@@ -207,7 +182,7 @@ class SqliteInbox(Inbox):
                 "(use MemoryInbox or open_inbox(':memory:') for a throwaway inbox)"
             )
         self.lease = lease
-        self._clock = clock
+        self._clock = datetime_source(clock)
         self._write, self._read = self._open(self.path)
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
@@ -230,12 +205,12 @@ class SqliteInbox(Inbox):
         read: sqlite3.Connection | None = None
         try:
             write = _connect(path)
-            mode = _enable_wal(write)
+            mode = enable_wal(write, timeout_s=_BUSY_TIMEOUT_S)
             if mode.lower() != "wal":
                 raise ConfigurationError(
                     f"the SQLite inbox at {path!r} cannot use WAL journaling (got {mode!r})"
                 )
-            apply_migrations(write)
+            apply_migrations(write, MIGRATION_SET, MIGRATIONS)
             read = _connect(path)
             read.execute("PRAGMA query_only = ON")
             read.execute(_SELECT, ("",)).fetchall()

@@ -1,9 +1,8 @@
 """The SQLite inbox's schema, as an ordered list of migrations (data, applied once each).
 
-The steps are plain SQL. They are applied with sqlite-utils' ``Migrations`` when the installed
-sqlite-utils has it (4.x records them in ``_sqlite_migrations``); with an older sqlite-utils a
-``PRAGMA user_version`` counter records how many steps ran. Either way the whole upgrade runs in
-one ``BEGIN IMMEDIATE`` transaction, so two processes opening one new file cannot both apply it.
+The steps are plain SQL, applied by :func:`receiver.sqlite_db.apply_migrations` (sqlite-utils'
+``Migrations`` when installed, else a ``PRAGMA user_version`` counter), the whole upgrade in one
+``BEGIN IMMEDIATE`` transaction, so two processes opening one new file cannot both apply it.
 
 Times are stored as integer microseconds since the Unix epoch (UTC): exact, comparable, and
 free of the float rounding that a ``REAL`` column would bring.
@@ -12,9 +11,8 @@ free of the float rounding that a ``REAL`` column would bring.
 from __future__ import annotations
 
 import sqlite3
-from typing import Any
 
-import sqlite_utils
+from receiver.sqlite_db import apply_migrations as _apply_migrations
 
 __all__ = ["MIGRATIONS", "MIGRATION_SET", "apply_migrations"]
 
@@ -48,44 +46,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 """``(name, sql)`` in order; append new steps, never edit shipped ones."""
 
 
-def _migrations_class() -> Any:
-    """sqlite-utils' ``Migrations`` when this version has it, else ``None``."""
-    return getattr(sqlite_utils, "Migrations", None)
-
-
 def apply_migrations(conn: sqlite3.Connection) -> None:
-    """Bring the schema on ``conn`` (autocommit mode) up to date, atomically."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        migrations_class = _migrations_class()
-        if migrations_class is not None:
-            _apply_with_sqlite_utils(conn, migrations_class)
-        else:
-            _apply_with_user_version(conn)
-        conn.execute("COMMIT")
-    except BaseException:
-        if conn.in_transaction:
-            conn.execute("ROLLBACK")
-        raise
-
-
-def _apply_with_sqlite_utils(conn: sqlite3.Connection, migrations_class: Any) -> None:
-    migrations = migrations_class(MIGRATION_SET)
-    for name, sql in MIGRATIONS:
-        migrations(name=name)(_step(sql))
-    # Inside our open transaction, sqlite-utils nests each step in a savepoint.
-    migrations.apply(sqlite_utils.Database(conn, execute_plugins=False, recursive_triggers=False))
-
-
-def _step(sql: str) -> Any:
-    def step(db: sqlite_utils.Database) -> None:
-        db.execute(sql)
-
-    return step
-
-
-def _apply_with_user_version(conn: sqlite3.Connection) -> None:
-    (done,) = conn.execute("PRAGMA user_version").fetchone()
-    for _name, sql in MIGRATIONS[done:]:
-        conn.execute(sql)
-    conn.execute(f"PRAGMA user_version = {len(MIGRATIONS)}")
+    """Bring the inbox schema on ``conn`` (autocommit mode) up to date, atomically."""
+    _apply_migrations(conn, MIGRATION_SET, MIGRATIONS)

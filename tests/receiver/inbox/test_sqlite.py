@@ -446,9 +446,10 @@ async def test_a_naive_clock_is_refused(path: Path) -> None:
 def test_the_user_version_fallback_applies_the_same_schema_once(
     path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from receiver import sqlite_db
     from receiver.inbox import sqlite_schema
 
-    monkeypatch.setattr(sqlite_schema, "_migrations_class", lambda: None)
+    monkeypatch.setattr(sqlite_db, "_migrations_class", lambda: None)
     for _ in range(2):
         conn = sqlite3.connect(path, isolation_level=None)
         try:

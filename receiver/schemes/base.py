@@ -1,0 +1,380 @@
+"""What every wire scheme shares: secrets, the verified message, strict parsing, the HMAC core,
+and :class:`Scheme`, the one interface each scheme object implements.
+
+A scheme object owns everything about its scheme: the signed content and the headers that carry
+it, signing and verifying, where the event id lives, its secrets (minting, parsing,
+fingerprints), decoy signatures for tests, and the redaction of its secrets and signatures from
+text. :class:`SchemeBase` gives the parts most schemes share; each scheme's module overrides what
+differs (``standard.py``, ``stripe.py``, ``github.py``); ``registry.py`` names them.
+
+Every failure is a :class:`~receiver.exceptions.VerificationError` (or a
+:class:`~receiver.exceptions.ConfigurationError` for an unusable secret); no ``ValueError``,
+``binascii.Error`` or ``UnicodeDecodeError`` escapes.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import math
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar, Protocol
+
+from receiver.exceptions import (
+    ConfigurationError,
+    InvalidPayload,
+    MalformedHeader,
+    MissingHeader,
+    SignatureMismatch,
+    TimestampTooNew,
+    TimestampTooOld,
+)
+
+__all__ = [
+    "DEFAULT_TOLERANCE_S",
+    "MAX_EVENT_ID_LENGTH",
+    "Scheme",
+    "SchemeBase",
+    "Secret",
+    "VerifiedMessage",
+    "fingerprint",
+    "standard_key",
+]
+
+DEFAULT_TOLERANCE_S = 300
+MAX_EVENT_ID_LENGTH = 255
+SECRET_BYTES = 24
+"""How many random bytes a freshly minted secret carries."""
+MAX_TIMESTAMP_DIGITS = 12
+MAX_SIGNATURE_HEADER = 4096
+hmac_digest = hmac.digest
+compare = hmac.compare_digest
+a2b_base64 = binascii.a2b_base64
+new_object = object.__new__
+_sha256 = hashlib.sha256
+_BLOCK = 64  # SHA-256's block size
+_TRANS_36 = bytes(x ^ 0x36 for x in range(256))
+_TRANS_5C = bytes(x ^ 0x5C for x in range(256))
+_PREPARED_LIMIT = 256
+prepared: dict[bytes, tuple[Any, Any]] = {}
+"""HMAC-SHA256 states per key, already keyed (see :func:`prepare`)."""
+
+
+def prepare(key: bytes) -> tuple[Any, Any]:
+    """HMAC-SHA256 (RFC 2104) with the key already absorbed: the inner and outer hash states.
+
+    Copying two prepared states per message is about twice as fast as ``hmac.digest``, which
+    sets the key up again on every call; the verify hot path is mostly that set-up.
+    """
+    found = prepared.get(key)
+    if found is None:
+        block = (_sha256(key).digest() if len(key) > _BLOCK else key).ljust(_BLOCK, b"\0")
+        found = (_sha256(block.translate(_TRANS_36)), _sha256(block.translate(_TRANS_5C)))
+        if len(prepared) >= _PREPARED_LIMIT:
+            prepared.clear()
+        prepared[key] = found
+    return found
+
+
+def hmac_sha256(key: bytes, head: bytes, body: bytes) -> bytes:
+    """``HMAC-SHA256(key, head + body)`` without concatenating ``head`` and ``body``."""
+    inner_state, outer_state = prepare(key)
+    inner = inner_state.copy()
+    inner.update(head)
+    inner.update(body)
+    outer = outer_state.copy()
+    outer.update(inner.digest())
+    digest: bytes = outer.digest()
+    return digest
+
+
+@dataclass(frozen=True, repr=False)
+class Secret:
+    """A signing secret as configured: the string the sender and receiver share.
+
+    Its ``repr`` never shows the value, so a secret can be logged by accident without leaking.
+    """
+
+    value: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.value, str) or not self.value.strip():
+            raise ConfigurationError("a webhook secret must be a non-empty string")
+
+    def __repr__(self) -> str:
+        return "Secret('***')"
+
+    def standard_key(self) -> bytes:
+        """The HMAC key of Standard Webhooks: the base64 after an optional ``whsec_`` prefix."""
+        return standard_key(self.value)
+
+    def raw_key(self) -> bytes:
+        """The HMAC key of the Stripe- and GitHub-style schemes: the string's own bytes."""
+        return self.value.encode("utf-8")
+
+
+def standard_key(value: str) -> bytes:
+    """The HMAC key of a Standard Webhooks secret: the base64 after an optional ``whsec_``."""
+    encoded = value.removeprefix("whsec_")
+    encoded += "=" * (-len(encoded) % 4)  # like the reference libraries: padding optional
+    try:
+        key = base64.b64decode(encoded, validate=True)
+    except (binascii.Error, ValueError):
+        raise ConfigurationError(
+            "a Standard Webhooks secret must be 'whsec_' followed by base64"
+        ) from None
+    if not key:
+        raise ConfigurationError("a Standard Webhooks secret must not be empty")
+    return key
+
+
+def fingerprint(secrets: Sequence[Secret]) -> str:
+    """A short, stable, non-reversible name for a set of secrets (stored instead of them)."""
+    digest = hashlib.sha256("\n".join(s.value for s in secrets).encode()).hexdigest()
+    return "sha256:" + digest[:16]
+
+
+@dataclass(frozen=True)
+class VerifiedMessage:
+    """A delivery whose signature and timestamp were checked; ``body`` is the bytes signed."""
+
+    event_id: str
+    body: bytes
+    scheme: str
+    timestamp: int | None = None
+    secret_index: int = 0
+
+    def json(self) -> Any:
+        """The body parsed as JSON, or :class:`InvalidPayload`."""
+        return parse_json(self.body)
+
+
+def verified(
+    event_id: str, body: bytes, scheme: str, timestamp: int | None, secret_index: int
+) -> VerifiedMessage:
+    """``VerifiedMessage(...)`` at half the cost: a frozen dataclass's ``__init__`` pays one
+    ``object.__setattr__`` per field, which is a visible share of the verify hot path."""
+    message = new_object(VerifiedMessage)
+    fields = message.__dict__
+    fields["event_id"] = event_id
+    fields["body"] = body
+    fields["scheme"] = scheme
+    fields["timestamp"] = timestamp
+    fields["secret_index"] = secret_index
+    return message
+
+
+def parse_json(body: bytes) -> Any:
+    if not body:
+        raise InvalidPayload("the body is empty")
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise InvalidPayload("the body is not UTF-8") from None
+    except (ValueError, RecursionError):  # JSONDecodeError, or an integer beyond int_max_str_digits
+        raise InvalidPayload("the body is not JSON") from None
+
+
+def header(headers: Mapping[str, str], name: str) -> str:
+    value = headers.get(name)
+    if value is None:
+        raise MissingHeader(f"the '{name}' header is missing")
+    return value
+
+
+def parse_timestamp(raw: str, where: str) -> int:
+    """Strict integer seconds: ASCII digits only (no sign, space, dot, underscore or exponent)."""
+    if not (0 < len(raw) <= MAX_TIMESTAMP_DIGITS and raw.isascii() and raw.isdigit()):
+        raise MalformedHeader(f"{where} must be integer Unix seconds")
+    return int(raw)
+
+
+def check_event_id(event_id: str, where: str) -> str:
+    if not (
+        0 < len(event_id) <= MAX_EVENT_ID_LENGTH
+        and event_id.isascii()
+        and event_id.isprintable()
+        and " " not in event_id
+    ):
+        raise MalformedHeader(
+            f"the event id in {where} must be 1-{MAX_EVENT_ID_LENGTH} visible ASCII characters"
+        )
+    return event_id
+
+
+def check_window(timestamp: int, now: float, tolerance: int) -> None:
+    now_s = math.floor(now)
+    if timestamp < now_s - tolerance:
+        raise TimestampTooOld(f"the signed timestamp is more than {tolerance} s in the past")
+    if timestamp > now_s + tolerance:
+        raise TimestampTooNew(f"the signed timestamp is more than {tolerance} s in the future")
+
+
+def hex_candidates(values: Iterable[str]) -> list[bytes]:
+    found = []
+    for value in values:
+        try:
+            found.append(bytes.fromhex(value))
+        except ValueError:
+            continue
+    return found
+
+
+def match(keys: Sequence[bytes], head: bytes, body: bytes, candidates: Sequence[bytes]) -> int:
+    """The index of the first key whose HMAC of ``head + body`` equals a candidate, compared in
+    constant time."""
+    for index, key in enumerate(keys):
+        expected = hmac_sha256(key, head, body)
+        for candidate in candidates:
+            if compare(expected, candidate):
+                return index
+    raise SignatureMismatch("no signature matches an active secret")
+
+
+class Scheme(Protocol):
+    """One wire scheme: how a sender signs a body, how a receiver checks it, and everything
+    else that depends on the scheme (event id, secrets, decoys, redaction)."""
+
+    @property
+    def name(self) -> str:
+        """The scheme's name: ``standard``, ``stripe`` or ``github``."""
+        ...
+
+    @property
+    def uses_timestamp(self) -> bool:
+        """Whether the scheme signs a timestamp (and so checks a tolerance window)."""
+        ...
+
+    @property
+    def signature_header(self) -> str:
+        """The (lower-case) header that carries the signature."""
+        ...
+
+    @property
+    def redaction_pattern(self) -> re.Pattern[str]:
+        """Text shaped like this scheme's signatures or secrets (see :meth:`redact`)."""
+        ...
+
+    def key(self, secret: Secret) -> bytes:
+        """The HMAC key this scheme derives from a configured secret."""
+        ...
+
+    def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
+        """The exact bytes the HMAC covers."""
+        ...
+
+    def sign(
+        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
+    ) -> dict[str, str]:
+        """The headers that authenticate ``body`` (one signature per secret)."""
+        ...
+
+    def verify(
+        self,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        keys: Sequence[bytes],
+        now: float,
+        tolerance: int,
+    ) -> VerifiedMessage:
+        """Check ``body`` against ``headers`` (lower-cased names) or raise a VerificationError."""
+        ...
+
+    def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
+        """Where this scheme carries the event id, read leniently: ``""`` when absent."""
+        ...
+
+    def mint_secret(self, raw: bytes | None = None) -> Secret:
+        """A fresh secret of this scheme's usual shape (``raw``: its random bytes, for seeds)."""
+        ...
+
+    def parse_secret(self, value: str) -> Secret:
+        """``value`` as a secret this scheme can use, or :class:`ConfigurationError`."""
+        ...
+
+    def fingerprint(self, secrets: Sequence[Secret]) -> str:
+        """A short, stable, non-reversible name for ``secrets``."""
+        ...
+
+    def secret_texts(self, secrets: Iterable[Secret]) -> list[str]:
+        """Every text derived from ``secrets`` that must never appear in a log or sample."""
+        ...
+
+    def decoy(
+        self,
+        headers: Mapping[str, str],
+        *,
+        kind: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+    ) -> dict[str, str]:
+        """``headers`` with a signature the receiver must skip put before the valid one:
+        ``rotation`` (signed with ``key``, another secret) or ``unknown-version`` (a version it
+        does not know). :class:`ConfigurationError` for a scheme carrying one signature only."""
+        ...
+
+    def redact(self, text: str, replacement: str = "***") -> str:
+        """``text`` with anything shaped like this scheme's signatures or secrets replaced."""
+        ...
+
+
+class SchemeBase:
+    """The parts of :class:`Scheme` most schemes share; a scheme sets the class attributes and
+    overrides what differs. The HMAC key is the secret string's own bytes unless overridden."""
+
+    name: ClassVar[str]
+    uses_timestamp: ClassVar[bool]
+    signature_header: ClassVar[str]
+    id_header: ClassVar[str | None] = None
+    secret_prefix: ClassVar[str] = ""
+    """What a minted secret starts with."""
+    redaction_pattern: ClassVar[re.Pattern[str]]
+    """Text shaped like this scheme's signatures or secrets."""
+
+    def key(self, secret: Secret) -> bytes:
+        return secret.raw_key()
+
+    def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
+        if self.id_header is None:
+            return ""
+        return headers.get(self.id_header) or ""
+
+    def mint_secret(self, raw: bytes | None = None) -> Secret:
+        material = os.urandom(SECRET_BYTES) if raw is None else raw
+        return Secret(self.secret_prefix + material.hex())
+
+    def parse_secret(self, value: str) -> Secret:
+        secret = Secret(value)
+        self.key(secret)  # raises ConfigurationError when unusable for this scheme
+        return secret
+
+    def fingerprint(self, secrets: Sequence[Secret]) -> str:
+        return fingerprint(secrets)
+
+    def secret_texts(self, secrets: Iterable[Secret]) -> list[str]:
+        values = [s.value for s in secrets]
+        return values + [value.removeprefix("whsec_") for value in values]
+
+    def decoy(
+        self,
+        headers: Mapping[str, str],
+        *,
+        kind: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+    ) -> dict[str, str]:
+        raise ConfigurationError(f"the {self.name} scheme carries a single signature")
+
+    def redact(self, text: str, replacement: str = "***") -> str:
+        return self.redaction_pattern.sub(replacement, text)

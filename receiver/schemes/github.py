@@ -1,0 +1,67 @@
+"""GitHub-style signing: ``x-hub-signature-256: sha256=<hex>`` over the body, no timestamp.
+
+Replay protection comes from the inbox alone; the event id is ``x-github-delivery``; the HMAC key
+is the secret string's own bytes; a delivery carries one signature only.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from receiver.exceptions import MalformedHeader
+from receiver.schemes.base import (
+    SchemeBase,
+    Secret,
+    VerifiedMessage,
+    check_event_id,
+    header,
+    hex_candidates,
+    hmac_digest,
+    match,
+    verified,
+)
+
+__all__ = ["GitHubStyle"]
+
+
+@dataclass(frozen=True)
+class GitHubStyle(SchemeBase):
+    """``X-Hub-Signature-256: sha256=<hex>`` over the body; the id is ``X-GitHub-Delivery``."""
+
+    name: ClassVar[str] = "github"
+    uses_timestamp: ClassVar[bool] = False
+    signature_header: ClassVar[str] = "x-hub-signature-256"
+    id_header: ClassVar[str | None] = "x-github-delivery"
+    redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(r"sha256=[0-9a-fA-F]{64}")
+
+    def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
+        return body
+
+    def sign(
+        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
+    ) -> dict[str, str]:
+        digest = hmac_digest(secrets[0].raw_key(), body, "sha256").hex()
+        return {self.signature_header: f"sha256={digest}", "x-github-delivery": event_id}
+
+    def verify(
+        self,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        keys: Sequence[bytes],
+        now: float,
+        tolerance: int,
+    ) -> VerifiedMessage:
+        event_id = check_event_id(header(headers, "x-github-delivery"), "'x-github-delivery'")
+        value = header(headers, self.signature_header)
+        algorithm, eq, digest = value.partition("=")
+        if not eq or algorithm != "sha256" or len(digest) != 64:
+            raise MalformedHeader("the 'x-hub-signature-256' header must be 'sha256=<64 hex>'")
+        candidates = hex_candidates([digest])
+        if not candidates:
+            raise MalformedHeader("the 'x-hub-signature-256' header must be 'sha256=<64 hex>'")
+        index = match(keys, b"", body, candidates)
+        return verified(event_id, body, self.name, None, index)

@@ -1,0 +1,56 @@
+"""The scheme registry: every wire scheme by name, and what needs all of them at once.
+
+``SCHEMES`` maps a name to its scheme object; command-line choices are ``sorted(SCHEMES)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+from receiver.exceptions import ConfigurationError
+from receiver.schemes.base import Scheme
+from receiver.schemes.github import GitHubStyle
+from receiver.schemes.standard import StandardWebhooks
+from receiver.schemes.stripe import StripeStyle
+
+__all__ = ["SCHEMES", "event_id_of", "redact_signatures", "scheme_named"]
+
+SCHEMES: Mapping[str, Scheme] = {
+    scheme.name: scheme for scheme in (StandardWebhooks(), StripeStyle(), GitHubStyle())
+}
+
+_ANY_SIGNATURE = re.compile(
+    "|".join(scheme.redaction_pattern.pattern for scheme in SCHEMES.values())
+)
+
+
+def scheme_named(name: str) -> Scheme:
+    """The scheme called ``name`` (``standard``, ``stripe`` or ``github``)."""
+    try:
+        return SCHEMES[name]
+    except KeyError:
+        choices = ", ".join(SCHEMES)
+        raise ConfigurationError(f"unknown scheme {name!r}; choose one of {choices}") from None
+
+
+def event_id_of(headers: Mapping[str, str], body: bytes) -> str:
+    """The event id of a delivery signed with any scheme, ``""`` when none is found.
+
+    The scheme whose signature header the delivery carries decides; without one, the first
+    scheme that finds an id. ``headers`` must answer lower-case names (httpx and Starlette
+    headers do, whatever the case sent).
+    """
+    for scheme in SCHEMES.values():
+        if scheme.signature_header in headers:
+            return scheme.event_id(headers, body)
+    for scheme in SCHEMES.values():
+        found = scheme.event_id(headers, body)
+        if found:
+            return found
+    return ""
+
+
+def redact_signatures(text: str, replacement: str = "***") -> str:
+    """``text`` with anything shaped like any scheme's signatures or secrets replaced."""
+    return _ANY_SIGNATURE.sub(replacement, text)

@@ -1,0 +1,197 @@
+"""Standard Webhooks v1 (the default scheme), byte-compatible with the public specification.
+
+``webhook-id``, ``webhook-timestamp`` and ``webhook-signature: v1,<base64 HMAC-SHA256 of
+"{id}.{timestamp}.{body}">``; ``whsec_<base64>`` secrets; several space-separated signatures;
+unknown versions ignored. Its verify is the hot path of every delivery and is kept flat on purpose
+(see ``bench/bench_verify.py``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from receiver.exceptions import MalformedHeader, MissingHeader, SignatureMismatch
+from receiver.schemes.base import (
+    MAX_EVENT_ID_LENGTH,
+    MAX_SIGNATURE_HEADER,
+    MAX_TIMESTAMP_DIGITS,
+    SECRET_BYTES,
+    SchemeBase,
+    Secret,
+    VerifiedMessage,
+    a2b_base64,
+    check_event_id,
+    check_window,
+    compare,
+    hmac_digest,
+    new_object,
+    parse_timestamp,
+    prepare,
+    prepared,
+    standard_key,
+)
+
+__all__ = ["StandardWebhooks", "verify_standard"]
+
+_ID_HEADER = "webhook-id"
+_a2b_base64 = a2b_base64
+_compare = compare
+_new_object = new_object
+_prepared = prepared
+_prepare = prepare
+
+
+def _standard_candidates(header: str) -> list[bytes]:
+    """The decoded ``v1`` signatures of a ``webhook-signature`` header; other versions ignored."""
+    candidates: list[bytes] = []
+    well_formed = 0
+    for entry in header.split():
+        version, comma, encoded = entry.partition(",")
+        if not comma or not version or not encoded:
+            continue
+        well_formed += 1
+        if version != "v1":
+            continue  # unknown versions are ignored, never an error by themselves
+        try:
+            candidates.append(_a2b_base64(encoded, strict_mode=True))
+        except (binascii.Error, ValueError):
+            continue
+    if not well_formed:
+        raise MalformedHeader(
+            "the 'webhook-signature' header must hold space-separated 'v1,<base64>' entries"
+        )
+    return candidates
+
+
+def verify_standard(
+    body: bytes, headers: Mapping[str, str], keys: Sequence[bytes], now: float, tolerance: int
+) -> VerifiedMessage:
+    """:meth:`StandardWebhooks.verify`, positional (``Verifier`` calls it directly)."""
+    # The hot path of every delivery, kept flat on purpose (see bench/bench_verify.py): no
+    # helper calls on success except the constant-time compare; helpers only to raise.
+    try:
+        event_id = headers["webhook-id"]
+        raw_ts = headers["webhook-timestamp"]
+        header = headers["webhook-signature"]
+    except KeyError:
+        names = ("webhook-id", "webhook-timestamp", "webhook-signature")
+        missing = [name for name in names if headers.get(name) is None] or ["webhook-id"]
+        raise MissingHeader(f"the '{missing[0]}' header is missing") from None
+    line = f"{event_id}.{raw_ts}."  # what is signed before the body
+    if not (
+        0 < len(event_id) <= MAX_EVENT_ID_LENGTH
+        and 0 < len(raw_ts) <= MAX_TIMESTAMP_DIGITS
+        and line.isascii()
+        and raw_ts.isdigit()
+        and event_id.isprintable()
+        and " " not in event_id
+    ):
+        check_event_id(event_id, "'webhook-id'")  # one of these two raises
+        parse_timestamp(raw_ts, "the 'webhook-timestamp' header")
+    candidates: list[bytes]
+    if len(header) == 47 and header.startswith("v1,"):  # the usual: one v1 HMAC-SHA256
+        try:
+            candidates = [_a2b_base64(header[3:], strict_mode=True)]
+        except (binascii.Error, ValueError):
+            candidates = []
+    elif len(header) > MAX_SIGNATURE_HEADER:
+        raise MalformedHeader("the 'webhook-signature' header is too long")
+    else:
+        candidates = _standard_candidates(header)
+    timestamp = int(raw_ts)
+    # floor(now) - tolerance <= timestamp <= floor(now) + tolerance, for an integer timestamp:
+    if not now - tolerance - 1 < timestamp <= now + tolerance:
+        check_window(timestamp, now, tolerance)
+    head = line.encode("ascii")
+    for index, key in enumerate(keys):
+        inner_state, outer_state = _prepared.get(key) or _prepare(key)
+        inner = inner_state.copy()
+        inner.update(head)
+        inner.update(body)
+        outer = outer_state.copy()
+        outer.update(inner.digest())
+        expected = outer.digest()
+        for candidate in candidates:
+            if _compare(expected, candidate):
+                message = _new_object(VerifiedMessage)  # = verified(...), inlined
+                fields = message.__dict__
+                fields["event_id"] = event_id
+                fields["body"] = body
+                fields["scheme"] = "standard"
+                fields["timestamp"] = timestamp
+                fields["secret_index"] = index
+                return message
+    raise SignatureMismatch("no signature matches an active secret")
+
+
+@dataclass(frozen=True)
+class StandardWebhooks(SchemeBase):
+    """Standard Webhooks v1, byte-compatible with the public specification and its libraries."""
+
+    name: ClassVar[str] = "standard"
+    uses_timestamp: ClassVar[bool] = True
+    id_header: ClassVar[str | None] = _ID_HEADER
+    timestamp_header: ClassVar[str] = "webhook-timestamp"
+    signature_header: ClassVar[str] = "webhook-signature"
+    secret_prefix: ClassVar[str] = "whsec_"
+    redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
+        r"whsec_[A-Za-z0-9+/=]+|v1,[A-Za-z0-9+/=]{20,}"
+    )
+
+    def key(self, secret: Secret) -> bytes:
+        return standard_key(secret.value)
+
+    def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
+        return b"%s.%d.%s" % (event_id.encode("utf-8"), timestamp, body)
+
+    def sign(
+        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
+    ) -> dict[str, str]:
+        signed = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        signatures = " ".join(
+            "v1," + base64.b64encode(hmac_digest(standard_key(s.value), signed, "sha256")).decode()
+            for s in secrets
+        )
+        return {
+            _ID_HEADER: event_id,
+            self.timestamp_header: str(timestamp),
+            self.signature_header: signatures,
+        }
+
+    def verify(
+        self,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        keys: Sequence[bytes],
+        now: float,
+        tolerance: int,
+    ) -> VerifiedMessage:
+        return verify_standard(body, headers, keys, now, tolerance)
+
+    def mint_secret(self, raw: bytes | None = None) -> Secret:
+        """``whsec_`` and the base64 of ``raw`` (24 fresh random bytes by default)."""
+        material = os.urandom(SECRET_BYTES) if raw is None else raw
+        return Secret(self.secret_prefix + base64.b64encode(material).decode("ascii"))
+
+    def decoy(
+        self,
+        headers: Mapping[str, str],
+        *,
+        kind: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+    ) -> dict[str, str]:
+        version = "v1" if kind == "rotation" else "v2"
+        signed = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        bogus = base64.b64encode(hmac_digest(key, signed, "sha256")).decode()
+        valid = headers[self.signature_header]
+        return {**headers, self.signature_header: f"{version},{bogus} {valid}"}

@@ -1,0 +1,116 @@
+"""Stripe-style signing: ``stripe-signature: t=<ts>,v1=<hex>[,v1=<hex>…]`` over ``"{t}.{body}"``.
+
+The HMAC key is the secret string's own bytes (Stripe's ``whsec_…`` included, undecoded); the
+event id is the body's top-level ``"id"``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+from receiver.exceptions import InvalidPayload, MalformedHeader
+from receiver.schemes.base import (
+    MAX_SIGNATURE_HEADER,
+    SchemeBase,
+    Secret,
+    VerifiedMessage,
+    check_event_id,
+    check_window,
+    header,
+    hex_candidates,
+    hmac_digest,
+    match,
+    parse_json,
+    parse_timestamp,
+    verified,
+)
+
+__all__ = ["StripeStyle"]
+
+
+def _body_event_id(body: bytes) -> str:
+    document = parse_json(body)
+    event_id = document.get("id") if isinstance(document, dict) else None
+    if not isinstance(event_id, str):
+        raise InvalidPayload("the body must be a JSON object with a string 'id'")
+    try:
+        return check_event_id(event_id, "the body's 'id'")
+    except MalformedHeader as error:
+        raise InvalidPayload(str(error)) from None
+
+
+@dataclass(frozen=True)
+class StripeStyle(SchemeBase):
+    """``Stripe-Signature: t=<ts>,v1=<hex>[,v1=<hex>…]`` over ``"{t}.{body}"``; id from the body."""
+
+    name: ClassVar[str] = "stripe"
+    uses_timestamp: ClassVar[bool] = True
+    signature_header: ClassVar[str] = "stripe-signature"
+    secret_prefix: ClassVar[str] = "whsec_"
+    redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
+        r"whsec_[A-Za-z0-9+/=]+|v[01]=[0-9a-fA-F]{64}"
+    )
+
+    def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
+        return b"%d.%s" % (timestamp, body)
+
+    def sign(
+        self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
+    ) -> dict[str, str]:
+        signed = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        parts = [f"t={timestamp}"] + [
+            "v1=" + hmac_digest(s.raw_key(), signed, "sha256").hex() for s in secrets
+        ]
+        return {self.signature_header: ",".join(parts)}
+
+    def verify(
+        self,
+        body: bytes,
+        headers: Mapping[str, str],
+        *,
+        keys: Sequence[bytes],
+        now: float,
+        tolerance: int,
+    ) -> VerifiedMessage:
+        value = header(headers, self.signature_header)
+        if len(value) > MAX_SIGNATURE_HEADER:
+            raise MalformedHeader("the 'stripe-signature' header is too long")
+        pairs = [item.partition("=") for item in value.split(",")]
+        raw_ts = [v for name, eq, v in pairs if eq and name == "t"]
+        if len(raw_ts) != 1:
+            raise MalformedHeader("the 'stripe-signature' header must hold exactly one 't='")
+        timestamp = parse_timestamp(raw_ts[0], "the 't=' of the 'stripe-signature' header")
+        candidates = hex_candidates(v for n, eq, v in pairs if eq and n == "v1")
+        check_window(timestamp, now, tolerance)
+        index = match(keys, f"{raw_ts[0]}.".encode("ascii"), body, candidates)
+        event_id = _body_event_id(body)
+        return verified(event_id, body, self.name, timestamp, index)
+
+    def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
+        """The body's top-level ``"id"`` when it is a string, else ``""``."""
+        try:
+            document = json.loads(body)
+        except (ValueError, RecursionError):  # not UTF-8 or not JSON
+            return ""
+        found = document.get("id") if isinstance(document, dict) else None
+        return found if isinstance(found, str) else ""
+
+    def decoy(
+        self,
+        headers: Mapping[str, str],
+        *,
+        kind: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+    ) -> dict[str, str]:
+        version = "v1" if kind == "rotation" else "v0"
+        signed = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        bogus = hmac_digest(key, signed, "sha256").hex()
+        ts, _, rest = headers[self.signature_header].partition(",")
+        return {**headers, self.signature_header: f"{ts},{version}={bogus},{rest}"}
