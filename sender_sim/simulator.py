@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-import functools
 import hashlib
 import itertools
 import random
@@ -32,6 +31,7 @@ import httpx
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.signing import Secret, scheme_named
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
+from sender_sim.endpoint_config import EndpointConfig
 from sender_sim.envelope import build_body, envelope_problem, payload_digest
 from sender_sim.exceptions import (
     ConfigurationError,
@@ -86,24 +86,6 @@ class Publication:
     body: bytes | None = None
     delivery_id: str | None = None
     first_attempt_at: datetime | None = None
-
-
-@dataclass(frozen=True)
-class EndpointConfig:
-    """An endpoint with its secrets (kept in memory only)."""
-
-    endpoint: Endpoint
-    secrets: tuple[Secret, ...]
-
-    @property
-    def url(self) -> httpx.URL:
-        """The endpoint's URL, parsed once."""
-        return _parsed_url(self.endpoint.url)
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed_url(url: str) -> httpx.URL:
-    return httpx.URL(url)
 
 
 def _fingerprint(secrets: Sequence[Secret]) -> str:
