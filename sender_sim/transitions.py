@@ -24,6 +24,7 @@ from datetime import datetime
 from typing import Any
 
 from sender_sim.classify import Action, Outcome, Verdict, parse_retry_after
+from sender_sim.exceptions import InvalidTransition
 from sender_sim.policy import Policy
 from sender_sim.records import (
     DeadLetterReason,
@@ -245,7 +246,7 @@ def settle(
     The caller persists it with a compare-and-set on the fencing token it leased with.
     """
     if delivery.state is not State.LEASED:
-        raise ValueError(f"settle needs a leased delivery, not {delivery.state}")
+        raise InvalidTransition(f"settle needs a leased delivery, not {delivery.state}")
     details: dict[str, Any] = {
         "worker": worker,
         "token": delivery.fencing_token,
