@@ -13,9 +13,11 @@ profiles are built in (:data:`PROFILES`):
     2xx delivered; 410 → ``permanent_response``; every other answer retried on the schedule
     (``Retry-After`` not consulted: the schedule decides).
 
-In both, timeouts, DNS, TLS, connection and other network errors are ambiguous (the receiver may
-have committed) and retried. :func:`parse_retry_after` reads ``Retry-After`` as delay-seconds or an
-HTTP date; anything else is invalid and ignored.
+In both, every transport failure is retried. Timeouts and other network errors (a reset, a
+connection closed without an answer) are *ambiguous*: the request may have reached the receiver,
+which may have committed it. DNS, TLS and connection failures (refused, unreachable) are not: the
+request never reached the receiver. :func:`parse_retry_after` reads ``Retry-After`` as
+delay-seconds or an HTTP date; anything else is invalid and ignored.
 """
 
 from __future__ import annotations
@@ -93,8 +95,11 @@ class StatusRule:
         return self.low <= status <= self.high
 
 
+_NEVER_SENT = frozenset({OutcomeKind.DNS, OutcomeKind.TLS, OutcomeKind.CONNECT})
+"""Failures before the request left: the receiver cannot have committed anything."""
+
 _AMBIGUOUS: Mapping[OutcomeKind, Verdict] = {
-    kind: Verdict(kind.value, Action.RETRY, ambiguous=True)
+    kind: Verdict(kind.value, Action.RETRY, ambiguous=kind not in _NEVER_SENT)
     for kind in OutcomeKind
     if kind is not OutcomeKind.RESPONSE
 }

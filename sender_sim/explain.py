@@ -24,6 +24,8 @@ from sender_sim.records import (
 
 __all__ = ["SENTENCES", "explain_text"]
 
+_NEVER_SENT = frozenset({"dns", "tls", "connect"})
+
 
 def _answer(d: Mapping[str, Any]) -> str:
     if "status" in d and d["status"] not in (None, ""):
@@ -35,6 +37,8 @@ def _answer(d: Mapping[str, Any]) -> str:
     text += f", classified {d.get('classification', '?')}"
     if d.get("ambiguous"):
         text += " (ambiguous: the receiver may have committed it)"
+    elif d.get("outcome") in _NEVER_SENT:
+        text += " (the request never reached the receiver)"
     return text
 
 
