@@ -147,6 +147,18 @@ SENTENCES: Mapping[str, Sentence] = {
         f"the lease of {d.get('worker')} (fencing token {d.get('token')}) expired while its "
         "request was in flight"
     ),
+    "endpoint_disabled": lambda r, d: (
+        f"endpoint {d.get('endpoint_id')} is disabled: "
+        + (
+            f"the attempt due {d['due']} is not sent"
+            if d.get("due")
+            else f"the lease until {d.get('lease_expires_at')} is neither taken over nor resent"
+        )
+        + " while the endpoint is disabled (held, not dropped)"
+    ),
+    "endpoint_enabled": lambda r, d: (
+        f"endpoint {d.get('endpoint_id')} is enabled again: automatic attempts resume"
+    ),
     "copies_sent": lambda r, d: (
         f"attempt {d.get('attempt')} went out as several identical copies; answers "
         f"{d.get('answers')}"

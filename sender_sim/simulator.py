@@ -54,6 +54,7 @@ from sender_sim.records import (
     State,
     format_duration,
     reason_named,
+    rfc3339,
     to_us,
 )
 from sender_sim.redrive import (
@@ -91,6 +92,17 @@ class Publication:
 def _fingerprint(secrets: Sequence[Secret]) -> str:
     digest = hashlib.sha256("\n".join(s.value for s in secrets).encode()).hexdigest()
     return "sha256:" + digest[:16]
+
+
+def _held_note(delivery: Delivery, at: datetime, actor: str, *, enabled: bool) -> LedgerRow:
+    """The ledger row of a delivery held (or released) by its endpoint's active flag."""
+    details: dict[str, Any] = {"endpoint_id": delivery.endpoint_id, "state": delivery.state.value}
+    if delivery.next_attempt_at is not None:
+        details["due"] = rfc3339(delivery.next_attempt_at)
+    if delivery.lease_expires_at is not None:
+        details["lease_expires_at"] = rfc3339(delivery.lease_expires_at)
+    cause = "endpoint_enabled" if enabled else "endpoint_disabled"
+    return LedgerRow(delivery.delivery_id, at, None, None, actor, cause, None, details)
 
 
 def _on_grid(when: datetime, period: timedelta) -> datetime:
@@ -219,7 +231,13 @@ class Simulator:
         self._endpoints[endpoint_id] = EndpointConfig(endpoint, keys)
         return endpoint
 
-    def set_endpoint_active(self, endpoint_id: str, active: bool) -> None:
+    def set_endpoint_active(
+        self, endpoint_id: str, active: bool, *, actor: str = "operator"
+    ) -> None:
+        """Enable or disable an endpoint. While disabled nothing automatic is sent to it (no
+        first attempt, no retry, no takeover of an expired lease); every delivery that was due
+        or waiting gets a ledger row saying so, and another when the endpoint is enabled again
+        (the held deliveries then resume, under the deadline rule as always)."""
         config = self.endpoint_config(endpoint_id)
         endpoint = Endpoint(
             endpoint_id,
@@ -228,8 +246,16 @@ class Simulator:
             active,
             config.endpoint.secret_fingerprint,
         )
+        was_active = config.endpoint.active
         self.store.save_endpoint(endpoint)
         self._endpoints[endpoint_id] = EndpointConfig(endpoint, config.secrets)
+        if active == was_active:
+            return
+        now = self.clock.now()
+        live = self.store.select(
+            DeliveryFilter(endpoint_id=endpoint_id, states=(State.SCHEDULED, State.LEASED))
+        )
+        self.store.note([_held_note(d, now, actor, enabled=active) for d in live])
 
     def endpoint_config(self, endpoint_id: str) -> EndpointConfig:
         try:
@@ -278,10 +304,19 @@ class Simulator:
         return self.publish_many([publication])[0]
 
     def publish_many(self, publications: Sequence[Publication]) -> list[str]:
-        """Publish several events in ONE transaction (all or none); their delivery ids in order."""
+        """Publish several events in ONE transaction (all or none); their delivery ids in order.
+
+        A delivery to a disabled endpoint is stored, and its ledger says it is not sent while the
+        endpoint is disabled."""
         now = self.clock.now()
         rows = [self._prepare(p, now) for p in publications]
-        self.store.insert_published_many(rows)
+        held = [
+            _held_note(step.delivery, now, "publisher", enabled=False)
+            for _, step in rows
+            if step.delivery.state is State.SCHEDULED
+            and not self.endpoint_config(step.delivery.endpoint_id).endpoint.active
+        ]
+        self.store.insert_published_many(rows, held)
         return [step.delivery.delivery_id for _, step in rows]
 
     def _new_id(self, prefix: str, now: datetime) -> str:

@@ -224,8 +224,9 @@ class Worker:
         """Lease up to ``limit`` due deliveries (compare-and-set, one transaction)."""
         now = self.now()
         store = self.context.store
-        if delivery_ids:
+        if delivery_ids:  # nothing automatic goes to a disabled endpoint, named or not
             candidates = [store.delivery(i) for i in delivery_ids]
+            candidates = [d for d in candidates if store.endpoint_enabled(d.endpoint_id)]
         else:
             candidates = store.claimable(now, limit)
         changes: list[Change] = []
