@@ -4,17 +4,18 @@ A request names an ``actor``, a ``reason``, a fresh ``deadline_at`` and a :class
 (business key, dead-letter reason, endpoint, explicit delivery ids — at least one). Missing any of
 them raises :class:`~sender_sim.exceptions.RedriveIncomplete` and records nothing.
 
-A filter scope selects over the DLQ's history (deliveries that are, or were, dead letters); explicit
-ids select those deliveries in whatever state. Either way an item already redriven by an earlier
-decision is selected again and makes the request ineligible: a
-second identical redrive is refused, not silently narrowed. Every selected item is revalidated —
-still a dead letter, its endpoint still exists, is active and has the same URL, its stored body
-still hashes to the payload digest recorded at publication, its envelope is still valid, and an
-attempt started now fits the new deadline. A batch holds 1–100 items and is atomic: one ineligible
-item and nothing is queued; the decision is recorded either way (``queued`` or ``refused``, with
-the problems), and each selected delivery's ledger gets the row. The move itself is a
-compare-and-set ``dead_letter → scheduled`` (:func:`sender_sim.transitions.redrive`), so two
-operators cannot both enqueue an item.
+A filter scope selects the deliveries that are dead letters *now* (so an earlier redrive of the
+same filter, delivered or dead again, never blocks a later batch); when it selects none, the
+refusal names the matching deliveries an earlier redrive has queued and that are still pending, so
+a second identical request is refused ``not_dead_letter`` on their ledgers. Explicit ids select
+those deliveries in whatever state: one that is not a dead letter makes the request ineligible.
+Every selected item is revalidated — still a dead letter, its endpoint still exists, is active and
+has the same URL, its stored body still hashes to the payload digest recorded at publication, its
+envelope is still valid, and an attempt started now fits the new deadline. A batch holds 1–100 items
+and is atomic: one ineligible item and nothing is queued; the decision is recorded either way
+(``queued`` or ``refused``, with the problems), and each selected delivery's ledger gets the row.
+The move itself is a compare-and-set ``dead_letter → scheduled``
+(:func:`sender_sim.transitions.redrive`), so two operators cannot both enqueue an item.
 """
 
 from __future__ import annotations
@@ -64,12 +65,26 @@ class RedriveScope:
         )
 
     def as_filter(self) -> DeliveryFilter:
+        """The deliveries the scope selects: the dead letters now matching its filters, or the
+        explicit ids in whatever state."""
         return DeliveryFilter(
+            state=None if self.delivery_ids else State.DEAD_LETTER,
             reason=self.reason,
             business_key=self.business_key,
             endpoint_id=self.endpoint_id,
             delivery_ids=self.delivery_ids,
-            ever_dead_lettered=not self.delivery_ids,
+            limit=MAX_BATCH + 1,
+        )
+
+    def pending_filter(self) -> DeliveryFilter:
+        """The former dead letters matching the filters that an earlier redrive has queued and
+        that are still pending (what a repeated request is refused over)."""
+        return DeliveryFilter(
+            states=(State.SCHEDULED, State.LEASED),
+            reason=self.reason,
+            business_key=self.business_key,
+            endpoint_id=self.endpoint_id,
+            ever_dead_lettered=True,
             limit=MAX_BATCH + 1,
         )
 

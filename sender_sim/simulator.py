@@ -549,6 +549,8 @@ class Simulator:
         deadline = require_aware(deadline_at, "redrive deadline")
         now = self.clock.now()
         selected = self.store.select(scope.as_filter())
+        if not selected and not scope.delivery_ids:
+            selected = [d for d in self.store.select(scope.pending_filter()) if d.redrives]
         problems: list[RedriveProblem] = []
         found = {d.delivery_id for d in selected}
         for missing in scope.delivery_ids:

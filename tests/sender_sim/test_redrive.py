@@ -249,3 +249,32 @@ def test_an_invalid_envelope_cannot_be_redriven(make_sim: MakeSim) -> None:
         _redrive(sim, RedriveScope(delivery_ids=(did,)))
     assert refused.value.codes == {"envelope_invalid"}
     assert receiver.requests == []
+
+
+def test_a_filter_scope_is_the_dead_letters_now_not_every_past_one(make_sim: MakeSim) -> None:
+    sim = make_sim()
+    first = _gone(sim, "cohort")
+    result = _redrive(sim, RedriveScope(business_key="cohort"))
+    assert result.delivery_ids == (first,)
+    asyncio.run(sim.run_until_settled(delivery_ids=[first]))
+    assert sim.delivery(first).state is State.DELIVERED
+    later = _gone(sim, "cohort")  # a new dead letter under the same filter
+    again = _redrive(sim, RedriveScope(business_key="cohort"))
+    assert again.delivery_ids == (later,)
+    assert sim.delivery(first).state is State.DELIVERED
+    by_reason = _gone(sim, "other")
+    third = _redrive(sim, RedriveScope(reason=DeadLetterReason.DEADLINE_EXHAUSTED))
+    assert third.delivery_ids == (by_reason,)
+    assert [d.result for d in sim.decisions()] == ["queued", "queued", "queued"]
+
+
+def test_a_second_identical_filter_redrive_is_refused_while_the_first_is_pending(
+    make_sim: MakeSim,
+) -> None:
+    sim = make_sim()
+    did = _gone(sim, "cohort")
+    _redrive(sim, RedriveScope(business_key="cohort"))
+    with pytest.raises(RedriveRefused) as refused:
+        _redrive(sim, RedriveScope(business_key="cohort"))
+    assert refused.value.codes == {"not_dead_letter"}
+    assert [p.delivery_id for p in refused.value.problems] == [did]
