@@ -159,6 +159,15 @@ SENTENCES: Mapping[str, Sentence] = {
     "endpoint_enabled": lambda r, d: (
         f"endpoint {d.get('endpoint_id')} is enabled again: automatic attempts resume"
     ),
+    "dispatch_failed": lambda r, d: (
+        f"attempt {d.get('attempt')} by {d.get('worker')} raised {d.get('error_type')} before "
+        f"it had an outcome ({d.get('error')}): its claim is released, no attempt counted or "
+        f"recorded; due again {d.get('next_at')} -> scheduled"
+    ),
+    "release_refused": lambda r, d: (
+        f"{r.actor}'s release of a failed dispatch (fencing token {d.get('token')}) REFUSED: a "
+        "newer claim holds the delivery"
+    ),
     "copies_sent": lambda r, d: (
         f"attempt {d.get('attempt')} went out as several identical copies; answers "
         f"{d.get('answers')}"

@@ -40,7 +40,7 @@ from sender_sim.records import (
     rfc3339,
 )
 from sender_sim.store import Change
-from sender_sim.transitions import claim, settle
+from sender_sim.transitions import claim, release, settle
 from sender_sim.wire import SAMPLE_LIMIT, failure_kind, redact, signed_headers
 
 __all__ = [
@@ -50,6 +50,7 @@ __all__ = [
     "Request",
     "RunReport",
     "Sent",
+    "Thrown",
     "Worker",
     "chosen_outcome",
 ]
@@ -82,6 +83,16 @@ class Sent:
     notes: tuple[LedgerRow, ...] = ()
 
 
+@dataclass(frozen=True)
+class Thrown:
+    """A dispatch that raised before it had an outcome (not a transport error: those are
+    outcomes), e.g. an in-process app's exception. Only its own claim is released."""
+
+    lease: Lease
+    error: Exception
+    at: datetime
+
+
 @dataclass
 class RunReport:
     """Counts from one or more worker passes."""
@@ -95,6 +106,8 @@ class RunReport:
     dead_lettered: int = 0
     stale_acks: int = 0
     crashed: int = 0
+    released: int = 0
+    """Claims released because their dispatch raised (due again a minute later)."""
     passes: int = 0
     transitions: int = 0
     delivery_ids: set[str] = field(default_factory=set)
@@ -109,6 +122,7 @@ class RunReport:
             "dead_lettered",
             "stale_acks",
             "crashed",
+            "released",
             "passes",
             "transitions",
         ):
@@ -425,8 +439,7 @@ class Worker:
             context, f"{lease.worker}-rescuer", clock_skew=self.clock_skew, rescuer=True
         )
         leases = rescuer.claim(delivery_ids=[delivery.delivery_id])
-        sent = [await rescuer.send(x) for x in leases]
-        rescuer.complete(sent)
+        rescuer.finish([await rescuer.dispatch(x) for x in leases])
 
     # -- 3. complete ---------------------------------------------------------------------------
 
@@ -492,7 +505,51 @@ class Worker:
             persisted[index] = ok
         return persisted
 
+    # -- a dispatch that raised ------------------------------------------------------------
+
+    def release(self, failures: Sequence[Thrown]) -> list[bool]:
+        """Release each failed dispatch's own claim (guarded by its fencing token: a newer
+        claim is never reset), due again in a minute, with no attempt or result recorded."""
+        changes: list[Change] = []
+        for failure in failures:
+            lease = failure.lease
+            delivery = lease.delivery
+            message = redact(str(failure.error)[:1000])
+            step = release(
+                delivery,
+                worker=lease.worker,
+                now=failure.at,
+                error_type=type(failure.error).__name__,
+                error=message,
+            )
+            refused = _note(
+                delivery.delivery_id,
+                failure.at,
+                lease.worker,
+                "release_refused",
+                token=lease.token,
+                attempt=delivery.attempt,
+                error_type=type(failure.error).__name__,
+                error=message,
+            )
+            changes.append(Change(delivery, step.delivery, step.row, refused=refused))
+        return self.context.store.apply(changes)
+
     # -- one pass ------------------------------------------------------------------------------
+
+    async def dispatch(self, lease: Lease) -> Sent | Thrown:
+        """:meth:`send`, with anything it raises (not a transport error) caught as
+        :class:`Thrown` so that it concerns this lease alone."""
+        try:
+            return await self.send(lease)
+        except Exception as error:  # an in-process app's bug, a missing endpoint config, ...
+            return Thrown(lease, error, self.context.clock.now())
+
+    def finish(self, results: Sequence[Sent | Thrown]) -> tuple[list[bool], list[bool]]:
+        """Complete the sent attempts and release the failed dispatches; the acks of each."""
+        sent = [r for r in results if isinstance(r, Sent)]
+        failed = [r for r in results if isinstance(r, Thrown)]
+        return self.complete(sent), self.release(failed)
 
     async def run_once(self, limit: int = 100, *, concurrency: int = 64) -> RunReport:
         """Claim, send and complete one batch of due deliveries."""
@@ -502,15 +559,17 @@ class Worker:
             return report
         gate = asyncio.Semaphore(concurrency)
 
-        async def one(lease: Lease) -> Sent:
+        async def one(lease: Lease) -> Sent | Thrown:
             async with gate:
-                return await self.send(lease)
+                return await self.dispatch(lease)
 
-        sent = list(await asyncio.gather(*(one(lease) for lease in leases)))
-        acked = await asyncio.to_thread(self.complete, sent)
+        results = list(await asyncio.gather(*(one(lease) for lease in leases)))
+        acked, released = await asyncio.to_thread(self.finish, results)
+        sent = [r for r in results if isinstance(r, Sent)]
         report.sent = len(sent)
+        report.released = sum(released)
+        report.delivery_ids.update(r.lease.delivery.delivery_id for r in results)
         for item, ok in zip(sent, acked, strict=True):
-            report.delivery_ids.add(item.lease.delivery.delivery_id)
             if item.crashed:
                 report.crashed += 1
             elif not ok:
