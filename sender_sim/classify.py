@@ -11,7 +11,8 @@ profiles are built in (:data:`PROFILES`):
     5xx retried; anything else (1xx/3xx) → ``permanent_response``.
 ``schedule`` (seed 002)
     2xx delivered; 410 → ``permanent_response``; every other answer retried on the schedule
-    (``Retry-After`` not consulted: the schedule decides).
+    (``Retry-After`` not consulted: the schedule decides). A policy with it allows at most ten
+    total attempts.
 
 In both, every transport failure is retried. Timeouts and other network errors (a reset, a
 connection closed without an answer) are *ambiguous*: the request may have reached the receiver,
@@ -115,6 +116,8 @@ class Profile:
     rules: tuple[StatusRule, ...]
     default: Verdict
     failures: Mapping[OutcomeKind, Verdict] = field(default_factory=lambda: dict(_AMBIGUOUS))
+    max_attempts: int | None = None
+    """The most total attempts a policy with this profile may allow (``None``: no cap)."""
 
     def classify(self, outcome: Outcome) -> Verdict:
         if outcome.kind is not OutcomeKind.RESPONSE:
@@ -160,8 +163,10 @@ SCHEDULE = Profile(
         StatusRule(500, 599, Verdict("server_error", Action.RETRY)),
     ),
     default=Verdict("unexpected_status", Action.RETRY),
+    max_attempts=10,
 )
-"""Seed 002: every non-2xx answer is retried on the schedule, except 410."""
+"""Seed 002: every non-2xx answer is retried on the schedule, except 410; at most ten total
+attempts."""
 
 PROFILES: Mapping[str, Profile] = {p.name: p for p in (STRICT, SCHEDULE)}
 
