@@ -33,10 +33,18 @@ from sender_sim.records import (
     Event,
     State,
     reason_named,
+    rfc3339,
 )
 from sender_sim.store import DeliveryFilter
 
-__all__ = ["MAX_BATCH", "RedriveResult", "RedriveScope", "check_request", "item_problems"]
+__all__ = [
+    "MAX_BATCH",
+    "RedriveResult",
+    "RedriveScope",
+    "check_request",
+    "item_problems",
+    "renewal_problems",
+]
 
 MAX_BATCH = 100
 
@@ -173,4 +181,47 @@ def item_problems(
             add("envelope_invalid", problem)
     if not fits_deadline:
         add("deadline_too_soon", "an attempt started now would not fit the new deadline")
+    return found
+
+
+def renewal_problems(
+    delivery: Delivery,
+    *,
+    endpoint: Endpoint | None,
+    signing_fingerprint: str | None,
+    deadline_at: datetime,
+) -> list[RedriveProblem]:
+    """What makes a dead letter ineligible for *this* renewal (empty: eligible): a delivery that
+    died of its deadline (``deadline_exhausted``) needs a new deadline later than the one it
+    missed, and a secret configured here to sign with must be the endpoint's current credential
+    (``signing_fingerprint`` ``None``: none configured, e.g. a queue-only redrive; the worker
+    that sends signs with its own). A delivery dead for another reason
+    may get a shorter window than the one it had."""
+    if delivery.state is not State.DEAD_LETTER:
+        return []  # item_problems already refuses it
+    found: list[RedriveProblem] = []
+    did = delivery.delivery_id
+    missed = delivery.reason is DeadLetterReason.DEADLINE_EXHAUSTED
+    if missed and deadline_at <= delivery.deadline_at:
+        found.append(
+            RedriveProblem(
+                did,
+                "deadline_not_later",
+                f"the new deadline {rfc3339(deadline_at)} is not later than the previous one "
+                f"{rfc3339(delivery.deadline_at)}",
+            )
+        )
+    if (
+        signing_fingerprint is not None
+        and endpoint is not None
+        and signing_fingerprint != endpoint.secret_fingerprint
+    ):
+        found.append(
+            RedriveProblem(
+                did,
+                "credential_changed",
+                f"the secret configured here is not endpoint {delivery.endpoint_id!r}'s current "
+                "credential (its fingerprint changed)",
+            )
+        )
     return found

@@ -63,6 +63,7 @@ from sender_sim.redrive import (
     RedriveScope,
     check_request,
     item_problems,
+    renewal_problems,
 )
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.transitions import Step, new_delivery, redrive
@@ -569,13 +570,23 @@ class Simulator:
             selected = selected[:MAX_BATCH]
         fits = self.policy.fits(now, deadline)
         for delivery in selected:
+            endpoint = self.store.endpoint(delivery.endpoint_id)
             problems.extend(
                 item_problems(
                     delivery,
                     event=self.store.event(delivery.event_id),
-                    endpoint=self.store.endpoint(delivery.endpoint_id),
+                    endpoint=endpoint,
                     fits_deadline=fits,
                     max_body_bytes=self.policy.max_body_bytes,
+                )
+            )
+            configured = self._endpoints.get(delivery.endpoint_id)
+            problems.extend(
+                renewal_problems(
+                    delivery,
+                    endpoint=endpoint,
+                    signing_fingerprint=_fingerprint(configured.secrets) if configured else None,
+                    deadline_at=deadline,
                 )
             )
         ids = [d.delivery_id for d in selected]
