@@ -1,19 +1,25 @@
 """The delivery worker: claim due deliveries, send each attempt over HTTP, classify, persist, ack.
 
 A :class:`Worker` has a name and its own view of time (the simulation clock plus a per-worker
-skew). One pass (:meth:`Worker.run_once`) is three steps:
+skew), and runs over a :class:`~sender_sim.context.WorkerContext` — the store, clocks, faults,
+policy, client and signer it needs, never the whole simulator. One pass (:meth:`Worker.run_once`)
+is three steps:
 
-1. :meth:`claim` — compare-and-set leases on the due deliveries (one transaction);
-2. :meth:`send` — for each lease, sign afresh (wire clock), POST the byte-identical body through
-   the injected ``httpx.AsyncClient``, and turn what happened into an
-   :class:`~sender_sim.classify.Outcome` (timeouts, DNS, TLS and connection errors included);
+1. :meth:`claim` — compare-and-set leases on the due deliveries (one transaction); nothing
+   automatic goes to a disabled endpoint;
+2. :meth:`send` — for each lease: :meth:`plan` the faults, build the :meth:`request` (signed
+   afresh with the wire clock, the body byte-identical), :meth:`transmit` it through the injected
+   ``httpx.AsyncClient`` and :meth:`conclude` with an :class:`~sender_sim.classify.Outcome`
+   (timeouts, DNS, TLS and connection errors included). A send that raises anything else is a
+   :class:`Thrown`: only its own claim is :meth:`release`-d (due again a minute later), and the
+   rest of the pass goes on;
 3. :meth:`complete` — classify with the policy's profile, compute the pure transition, and persist
    every transition with its ledger row and attempt in one transaction, each guarded by the
    fencing token the lease was taken with. The acknowledgement *is* that guarded commit: a worker
    acks only after the outcome is classified and the transition persisted, and a stale worker's
    ack is refused and recorded as a lease-expiry duplicate.
 
-Faults from the simulator's plan fire inside these steps and are recorded as ledger notes.
+Faults from the context's plan fire inside these steps and are recorded as ledger notes.
 """
 
 from __future__ import annotations
