@@ -11,11 +11,14 @@ profiles are built in (:data:`PROFILES`):
     5xx retried; anything else (1xx/3xx) → ``permanent_response``.
 ``schedule`` (seed 002)
     2xx delivered; 410 → ``permanent_response``; every other answer retried on the schedule
-    (``Retry-After`` not consulted: the schedule decides).
+    (``Retry-After`` not consulted: the schedule decides). A policy with it allows at most ten
+    total attempts.
 
-In both, timeouts, DNS, TLS, connection and other network errors are ambiguous (the receiver may
-have committed) and retried. :func:`parse_retry_after` reads ``Retry-After`` as delay-seconds or an
-HTTP date; anything else is invalid and ignored.
+In both, every transport failure is retried. Timeouts and other network errors (a reset, a
+connection closed without an answer) are *ambiguous*: the request may have reached the receiver,
+which may have committed it. DNS, TLS and connection failures (refused, unreachable) are not: the
+request never reached the receiver. :func:`parse_retry_after` reads ``Retry-After`` as
+delay-seconds or an HTTP date; anything else is invalid and ignored.
 """
 
 from __future__ import annotations
@@ -93,8 +96,11 @@ class StatusRule:
         return self.low <= status <= self.high
 
 
+_NEVER_SENT = frozenset({OutcomeKind.DNS, OutcomeKind.TLS, OutcomeKind.CONNECT})
+"""Failures before the request left: the receiver cannot have committed anything."""
+
 _AMBIGUOUS: Mapping[OutcomeKind, Verdict] = {
-    kind: Verdict(kind.value, Action.RETRY, ambiguous=True)
+    kind: Verdict(kind.value, Action.RETRY, ambiguous=kind not in _NEVER_SENT)
     for kind in OutcomeKind
     if kind is not OutcomeKind.RESPONSE
 }
@@ -110,6 +116,8 @@ class Profile:
     rules: tuple[StatusRule, ...]
     default: Verdict
     failures: Mapping[OutcomeKind, Verdict] = field(default_factory=lambda: dict(_AMBIGUOUS))
+    max_attempts: int | None = None
+    """The most total attempts a policy with this profile may allow (``None``: no cap)."""
 
     def classify(self, outcome: Outcome) -> Verdict:
         if outcome.kind is not OutcomeKind.RESPONSE:
@@ -155,8 +163,10 @@ SCHEDULE = Profile(
         StatusRule(500, 599, Verdict("server_error", Action.RETRY)),
     ),
     default=Verdict("unexpected_status", Action.RETRY),
+    max_attempts=10,
 )
-"""Seed 002: every non-2xx answer is retried on the schedule, except 410."""
+"""Seed 002: every non-2xx answer is retried on the schedule, except 410; at most ten total
+attempts."""
 
 PROFILES: Mapping[str, Profile] = {p.name: p for p in (STRICT, SCHEDULE)}
 

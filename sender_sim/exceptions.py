@@ -9,6 +9,7 @@ and prints its message as one line::
     ├── NotFound                an unknown delivery, event or endpoint id
     ├── ConflictError           an id reused for a different event or endpoint
     ├── StoreError              the SQLite store failed or holds a schema from the future
+    ├── InvalidTransition       a transition asked of a delivery in the wrong state (a ValueError)
     └── RedriveError            a redrive that was not carried out
         ├── RedriveIncomplete   actor, reason, fresh deadline or scope missing (nothing recorded)
         └── RedriveRefused      the decision was recorded as refused; ``problems`` says why per item
@@ -24,6 +25,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "InvalidTime",
+    "InvalidTransition",
     "NotFound",
     "RedriveError",
     "RedriveIncomplete",
@@ -56,6 +58,11 @@ class ConflictError(SimulatorError):
 
 class StoreError(SimulatorError):
     """The store failed, or its schema is newer than this code understands."""
+
+
+class InvalidTransition(SimulatorError, ValueError):
+    """A pure transition was asked of a delivery in a state it does not start from (a bug in
+    the caller). Also a :class:`ValueError`, as it was before it had a name."""
 
 
 class RedriveError(SimulatorError):

@@ -24,6 +24,8 @@ from sender_sim.records import (
 
 __all__ = ["SENTENCES", "explain_text"]
 
+_NEVER_SENT = frozenset({"dns", "tls", "connect"})
+
 
 def _answer(d: Mapping[str, Any]) -> str:
     if "status" in d and d["status"] not in (None, ""):
@@ -35,6 +37,8 @@ def _answer(d: Mapping[str, Any]) -> str:
     text += f", classified {d.get('classification', '?')}"
     if d.get("ambiguous"):
         text += " (ambiguous: the receiver may have committed it)"
+    elif d.get("outcome") in _NEVER_SENT:
+        text += " (the request never reached the receiver)"
     return text
 
 
@@ -142,6 +146,27 @@ SENTENCES: Mapping[str, Sentence] = {
     "lease_expired_in_flight": lambda r, d: (
         f"the lease of {d.get('worker')} (fencing token {d.get('token')}) expired while its "
         "request was in flight"
+    ),
+    "endpoint_disabled": lambda r, d: (
+        f"endpoint {d.get('endpoint_id')} is disabled: "
+        + (
+            f"the attempt due {d['due']} is not sent"
+            if d.get("due")
+            else f"the lease until {d.get('lease_expires_at')} is neither taken over nor resent"
+        )
+        + " while the endpoint is disabled (held, not dropped)"
+    ),
+    "endpoint_enabled": lambda r, d: (
+        f"endpoint {d.get('endpoint_id')} is enabled again: automatic attempts resume"
+    ),
+    "dispatch_failed": lambda r, d: (
+        f"attempt {d.get('attempt')} by {d.get('worker')} raised {d.get('error_type')} before "
+        f"it had an outcome ({d.get('error')}): its claim is released, no attempt counted or "
+        f"recorded; due again {d.get('next_at')} -> scheduled"
+    ),
+    "release_refused": lambda r, d: (
+        f"{r.actor}'s release of a failed dispatch (fencing token {d.get('token')}) REFUSED: a "
+        "newer claim holds the delivery"
     ),
     "copies_sent": lambda r, d: (
         f"attempt {d.get('attempt')} went out as several identical copies; answers "

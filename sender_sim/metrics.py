@@ -2,15 +2,19 @@
 
 ``attempts_by_classification`` (acknowledged and not), ``oldest_eligible_age`` (how long the oldest
 due delivery has waited), ``deadline_cohorts`` (live deliveries by time left before their
-deadline), ``lease_expiry_duplicates`` (refused stale acks), ``dlq_by_reason``,
-``redrive_outcomes`` (decisions queued / refused) and ``threatened``: the live deliveries whose
-next safe attempt no longer fits before their deadline — the alert that queue length cannot give.
+deadline), the two kinds of lease-expiry duplicate — ``lease_expiry_duplicates`` (a stale worker's
+ack refused after its lease was taken over) and ``lease_expiry_resends`` (attempts sent by the
+worker that took an expired lease over: the resend after a crash) — ``dlq_by_reason``, the
+redrive outcomes — ``redrive_outcomes`` (decisions queued / refused) and ``redriven_deliveries``
+(what became of them: ``delivered``, ``dead_again``, ``pending``) — and ``threatened``: the live
+deliveries whose next safe attempt no longer fits before their deadline, the alert that queue
+length cannot give.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -48,9 +52,15 @@ class MetricsSnapshot:
     oldest_eligible_age: timedelta | None
     deadline_cohorts: tuple[Cohort, ...]
     lease_expiry_duplicates: int
+    """Stale acks refused: a worker answered after its lease had been taken over."""
     dlq_by_reason: Mapping[str, int]
     redrive_outcomes: Mapping[str, int]
+    """Redrive decisions by result (``queued`` / ``refused``)."""
     threatened: tuple[str, ...]
+    lease_expiry_resends: int = 0
+    """Attempts sent under a lease taken over after expiry (the resend after a crash)."""
+    redriven_deliveries: Mapping[str, int] = field(default_factory=dict)
+    """Redriven deliveries by what became of them: ``delivered``, ``dead_again``, ``pending``."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: durations as text and as integer microseconds."""
@@ -68,8 +78,10 @@ class MetricsSnapshot:
                 for c in self.deadline_cohorts
             ],
             "lease_expiry_duplicates": self.lease_expiry_duplicates,
+            "lease_expiry_resends": self.lease_expiry_resends,
             "dlq_by_reason": dict(self.dlq_by_reason),
             "redrive_outcomes": dict(self.redrive_outcomes),
+            "redriven_deliveries": dict(self.redriven_deliveries),
             "threatened": list(self.threatened),
         }
 
@@ -86,9 +98,17 @@ class MetricsSnapshot:
             "  deadline cohorts: "
             + (", ".join(f"{c.label}: {c.count}" for c in self.deadline_cohorts if c.count) or "-")
         )
-        lines.append(f"  lease-expiry duplicates: {self.lease_expiry_duplicates}")
+        lines.append(
+            f"  lease-expiry duplicates: {self.lease_expiry_duplicates} stale ack(s) refused, "
+            f"{self.lease_expiry_resends} resend(s) after lease expiry"
+        )
         lines.append("  DLQ by reason: " + _pairs(self.dlq_by_reason))
-        lines.append("  redrive outcomes: " + _pairs(self.redrive_outcomes))
+        lines.append(
+            "  redrive outcomes: decisions "
+            + _pairs(self.redrive_outcomes)
+            + "; redriven deliveries "
+            + _pairs(self.redriven_deliveries)
+        )
         lines.append(
             f"  next safe attempt past deadline: {len(self.threatened)}"
             + (f" ({', '.join(self.threatened[:10])})" if self.threatened else "")
@@ -113,6 +133,15 @@ def snapshot(store: SQLiteStore, policy: Policy, now: datetime) -> MetricsSnapsh
         "SELECT 'n', count(*) FROM ledger INDEXED BY ledger_stale"
         " WHERE cause = 'stale_ack_refused' AND delivery_id IS NOT NULL"
     ).get("n", 0)
+    resends = store.counts(
+        "SELECT 'n', count(*) FROM attempts a WHERE EXISTS (SELECT 1 FROM ledger l"
+        " WHERE l.delivery_id = a.delivery_id AND l.cause = 'lease_taken_over'"
+        " AND json_extract(l.details, '$.token') = a.fencing_token)"
+    ).get("n", 0)
+    redriven = store.counts(
+        "SELECT CASE state WHEN 'delivered' THEN 'delivered' WHEN 'dead_letter' THEN 'dead_again'"
+        " ELSE 'pending' END, count(*) FROM deliveries WHERE redrives > 0 GROUP BY 1"
+    )
     oldest: timedelta | None = None
     buckets: dict[str, list[timedelta]] = {label: [] for label, _ in COHORTS}
     threatened: list[str] = []
@@ -147,4 +176,6 @@ def snapshot(store: SQLiteStore, policy: Policy, now: datetime) -> MetricsSnapsh
         dlq_by_reason=dlq,
         redrive_outcomes=redrives,
         threatened=tuple(sorted(threatened)),
+        lease_expiry_resends=resends,
+        redriven_deliveries=redriven,
     )

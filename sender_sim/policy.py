@@ -135,6 +135,12 @@ class Policy:
     def __post_init__(self) -> None:
         if not 1 <= self.max_attempts <= 1000:
             raise ConfigurationError("max_attempts must be between 1 and 1000")
+        cap = self.profile.max_attempts
+        if cap is not None and self.max_attempts > cap:
+            raise ConfigurationError(
+                f"the {self.profile.name} profile allows at most {cap} total attempts, "
+                f"not {self.max_attempts}"
+            )
         if self.expected_attempt_time < timedelta(0) or self.max_clock_skew < timedelta(0):
             raise ConfigurationError("expected_attempt_time and max_clock_skew must be >= 0")
         if self.timeout <= timedelta(0):

@@ -4,17 +4,18 @@ A request names an ``actor``, a ``reason``, a fresh ``deadline_at`` and a :class
 (business key, dead-letter reason, endpoint, explicit delivery ids — at least one). Missing any of
 them raises :class:`~sender_sim.exceptions.RedriveIncomplete` and records nothing.
 
-A filter scope selects over the DLQ's history (deliveries that are, or were, dead letters); explicit
-ids select those deliveries in whatever state. Either way an item already redriven by an earlier
-decision is selected again and makes the request ineligible: a
-second identical redrive is refused, not silently narrowed. Every selected item is revalidated —
-still a dead letter, its endpoint still exists, is active and has the same URL, its stored body
-still hashes to the payload digest recorded at publication, its envelope is still valid, and an
-attempt started now fits the new deadline. A batch holds 1–100 items and is atomic: one ineligible
-item and nothing is queued; the decision is recorded either way (``queued`` or ``refused``, with
-the problems), and each selected delivery's ledger gets the row. The move itself is a
-compare-and-set ``dead_letter → scheduled`` (:func:`sender_sim.transitions.redrive`), so two
-operators cannot both enqueue an item.
+A filter scope selects the deliveries that are dead letters *now* (so an earlier redrive of the
+same filter, delivered or dead again, never blocks a later batch); when it selects none, the
+refusal names the matching deliveries an earlier redrive has queued and that are still pending, so
+a second identical request is refused ``not_dead_letter`` on their ledgers. Explicit ids select
+those deliveries in whatever state: one that is not a dead letter makes the request ineligible.
+Every selected item is revalidated — still a dead letter, its endpoint still exists, is active and
+has the same URL, its stored body still hashes to the payload digest recorded at publication, its
+envelope is still valid, and an attempt started now fits the new deadline. A batch holds 1–100 items
+and is atomic: one ineligible item and nothing is queued; the decision is recorded either way
+(``queued`` or ``refused``, with the problems), and each selected delivery's ledger gets the row.
+The move itself is a compare-and-set ``dead_letter → scheduled``
+(:func:`sender_sim.transitions.redrive`), so two operators cannot both enqueue an item.
 """
 
 from __future__ import annotations
@@ -32,10 +33,18 @@ from sender_sim.records import (
     Event,
     State,
     reason_named,
+    rfc3339,
 )
 from sender_sim.store import DeliveryFilter
 
-__all__ = ["MAX_BATCH", "RedriveResult", "RedriveScope", "check_request", "item_problems"]
+__all__ = [
+    "MAX_BATCH",
+    "RedriveResult",
+    "RedriveScope",
+    "check_request",
+    "item_problems",
+    "renewal_problems",
+]
 
 MAX_BATCH = 100
 
@@ -64,12 +73,26 @@ class RedriveScope:
         )
 
     def as_filter(self) -> DeliveryFilter:
+        """The deliveries the scope selects: the dead letters now matching its filters, or the
+        explicit ids in whatever state."""
         return DeliveryFilter(
+            state=None if self.delivery_ids else State.DEAD_LETTER,
             reason=self.reason,
             business_key=self.business_key,
             endpoint_id=self.endpoint_id,
             delivery_ids=self.delivery_ids,
-            ever_dead_lettered=not self.delivery_ids,
+            limit=MAX_BATCH + 1,
+        )
+
+    def pending_filter(self) -> DeliveryFilter:
+        """The former dead letters matching the filters that an earlier redrive has queued and
+        that are still pending (what a repeated request is refused over)."""
+        return DeliveryFilter(
+            states=(State.SCHEDULED, State.LEASED),
+            reason=self.reason,
+            business_key=self.business_key,
+            endpoint_id=self.endpoint_id,
+            ever_dead_lettered=True,
             limit=MAX_BATCH + 1,
         )
 
@@ -158,4 +181,47 @@ def item_problems(
             add("envelope_invalid", problem)
     if not fits_deadline:
         add("deadline_too_soon", "an attempt started now would not fit the new deadline")
+    return found
+
+
+def renewal_problems(
+    delivery: Delivery,
+    *,
+    endpoint: Endpoint | None,
+    signing_fingerprint: str | None,
+    deadline_at: datetime,
+) -> list[RedriveProblem]:
+    """What makes a dead letter ineligible for *this* renewal (empty: eligible): a delivery that
+    died of its deadline (``deadline_exhausted``) needs a new deadline later than the one it
+    missed, and a secret configured here to sign with must be the endpoint's current credential
+    (``signing_fingerprint`` ``None``: none configured, e.g. a queue-only redrive; the worker
+    that sends signs with its own). A delivery dead for another reason
+    may get a shorter window than the one it had."""
+    if delivery.state is not State.DEAD_LETTER:
+        return []  # item_problems already refuses it
+    found: list[RedriveProblem] = []
+    did = delivery.delivery_id
+    missed = delivery.reason is DeadLetterReason.DEADLINE_EXHAUSTED
+    if missed and deadline_at <= delivery.deadline_at:
+        found.append(
+            RedriveProblem(
+                did,
+                "deadline_not_later",
+                f"the new deadline {rfc3339(deadline_at)} is not later than the previous one "
+                f"{rfc3339(delivery.deadline_at)}",
+            )
+        )
+    if (
+        signing_fingerprint is not None
+        and endpoint is not None
+        and signing_fingerprint != endpoint.secret_fingerprint
+    ):
+        found.append(
+            RedriveProblem(
+                did,
+                "credential_changed",
+                f"the secret configured here is not endpoint {delivery.endpoint_id!r}'s current "
+                "credential (its fingerprint changed)",
+            )
+        )
     return found

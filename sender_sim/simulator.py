@@ -16,7 +16,6 @@ is due, jump the virtual clock to the next due time (six hours of backoff take n
 from __future__ import annotations
 
 import asyncio
-import functools
 import itertools
 import random
 from collections.abc import Iterable, Mapping, Sequence
@@ -31,6 +30,7 @@ from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.schemes.base import fingerprint
 from receiver.signing import SCHEMES, Secret, scheme_named
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
+from sender_sim.endpoint_config import EndpointConfig
 from sender_sim.envelope import build_body, envelope_problem, payload_digest
 from sender_sim.exceptions import (
     ConfigurationError,
@@ -53,6 +53,7 @@ from sender_sim.records import (
     State,
     format_duration,
     reason_named,
+    rfc3339,
     to_us,
 )
 from sender_sim.redrive import (
@@ -61,6 +62,7 @@ from sender_sim.redrive import (
     RedriveScope,
     check_request,
     item_problems,
+    renewal_problems,
 )
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.transitions import Step, new_delivery, redrive
@@ -87,26 +89,19 @@ class Publication:
     first_attempt_at: datetime | None = None
 
 
-@dataclass(frozen=True)
-class EndpointConfig:
-    """An endpoint with its secrets (kept in memory only)."""
-
-    endpoint: Endpoint
-    secrets: tuple[Secret, ...]
-
-    @property
-    def url(self) -> httpx.URL:
-        """The endpoint's URL, parsed once."""
-        return _parsed_url(self.endpoint.url)
-
-
-@functools.lru_cache(maxsize=256)
-def _parsed_url(url: str) -> httpx.URL:
-    return httpx.URL(url)
-
-
 def _fingerprint(secrets: Sequence[Secret]) -> str:
     return fingerprint(secrets)
+
+
+def _held_note(delivery: Delivery, at: datetime, actor: str, *, enabled: bool) -> LedgerRow:
+    """The ledger row of a delivery held (or released) by its endpoint's active flag."""
+    details: dict[str, Any] = {"endpoint_id": delivery.endpoint_id, "state": delivery.state.value}
+    if delivery.next_attempt_at is not None:
+        details["due"] = rfc3339(delivery.next_attempt_at)
+    if delivery.lease_expires_at is not None:
+        details["lease_expires_at"] = rfc3339(delivery.lease_expires_at)
+    cause = "endpoint_enabled" if enabled else "endpoint_disabled"
+    return LedgerRow(delivery.delivery_id, at, None, None, actor, cause, None, details)
 
 
 def _on_grid(when: datetime, period: timedelta) -> datetime:
@@ -235,7 +230,13 @@ class Simulator:
         self._endpoints[endpoint_id] = EndpointConfig(endpoint, keys)
         return endpoint
 
-    def set_endpoint_active(self, endpoint_id: str, active: bool) -> None:
+    def set_endpoint_active(
+        self, endpoint_id: str, active: bool, *, actor: str = "operator"
+    ) -> None:
+        """Enable or disable an endpoint. While disabled nothing automatic is sent to it (no
+        first attempt, no retry, no takeover of an expired lease); every delivery that was due
+        or waiting gets a ledger row saying so, and another when the endpoint is enabled again
+        (the held deliveries then resume, under the deadline rule as always)."""
         config = self.endpoint_config(endpoint_id)
         endpoint = Endpoint(
             endpoint_id,
@@ -244,8 +245,16 @@ class Simulator:
             active,
             config.endpoint.secret_fingerprint,
         )
+        was_active = config.endpoint.active
         self.store.save_endpoint(endpoint)
         self._endpoints[endpoint_id] = EndpointConfig(endpoint, config.secrets)
+        if active == was_active:
+            return
+        now = self.clock.now()
+        live = self.store.select(
+            DeliveryFilter(endpoint_id=endpoint_id, states=(State.SCHEDULED, State.LEASED))
+        )
+        self.store.note([_held_note(d, now, actor, enabled=active) for d in live])
 
     def endpoint_config(self, endpoint_id: str) -> EndpointConfig:
         try:
@@ -294,10 +303,19 @@ class Simulator:
         return self.publish_many([publication])[0]
 
     def publish_many(self, publications: Sequence[Publication]) -> list[str]:
-        """Publish several events in ONE transaction (all or none); their delivery ids in order."""
+        """Publish several events in ONE transaction (all or none); their delivery ids in order.
+
+        A delivery to a disabled endpoint is stored, and its ledger says it is not sent while the
+        endpoint is disabled."""
         now = self.clock.now()
         rows = [self._prepare(p, now) for p in publications]
-        self.store.insert_published_many(rows)
+        held = [
+            _held_note(step.delivery, now, "publisher", enabled=False)
+            for _, step in rows
+            if step.delivery.state is State.SCHEDULED
+            and not self.endpoint_config(step.delivery.endpoint_id).endpoint.active
+        ]
+        self.store.insert_published_many(rows, held)
         return [step.delivery.delivery_id for _, step in rows]
 
     def _new_id(self, prefix: str, now: datetime) -> str:
@@ -530,6 +548,8 @@ class Simulator:
         deadline = require_aware(deadline_at, "redrive deadline")
         now = self.clock.now()
         selected = self.store.select(scope.as_filter())
+        if not selected and not scope.delivery_ids:
+            selected = [d for d in self.store.select(scope.pending_filter()) if d.redrives]
         problems: list[RedriveProblem] = []
         found = {d.delivery_id for d in selected}
         for missing in scope.delivery_ids:
@@ -548,13 +568,23 @@ class Simulator:
             selected = selected[:MAX_BATCH]
         fits = self.policy.fits(now, deadline)
         for delivery in selected:
+            endpoint = self.store.endpoint(delivery.endpoint_id)
             problems.extend(
                 item_problems(
                     delivery,
                     event=self.store.event(delivery.event_id),
-                    endpoint=self.store.endpoint(delivery.endpoint_id),
+                    endpoint=endpoint,
                     fits_deadline=fits,
                     max_body_bytes=self.policy.max_body_bytes,
+                )
+            )
+            configured = self._endpoints.get(delivery.endpoint_id)
+            problems.extend(
+                renewal_problems(
+                    delivery,
+                    endpoint=endpoint,
+                    signing_fingerprint=_fingerprint(configured.secrets) if configured else None,
+                    deadline_at=deadline,
                 )
             )
         ids = [d.delivery_id for d in selected]

@@ -158,6 +158,11 @@ _UPDATE = (
     " lease_owner = ?, lease_expires_us = ?, fencing_token = ?, last_outcome = ?, redrives = ?"
     " WHERE delivery_id = ? AND state = ? AND fencing_token = ?"
 )
+_ENDPOINT_ENABLED = (
+    "NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.endpoint_id = deliveries.endpoint_id"
+    " AND e.active = 0)"
+)
+"""A delivery's endpoint is not disabled (the guard on every automatic claim)."""
 _INSERT_LEDGER = (
     "INSERT INTO ledger (delivery_id, at_us, from_state, to_state, actor, cause, reason, details)"
     " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
@@ -289,9 +294,11 @@ class Change:
 
 @dataclass(frozen=True)
 class DeliveryFilter:
-    """Which deliveries to list. ``ever_dead_lettered`` also matches redriven ones (audit)."""
+    """Which deliveries to list. ``ever_dead_lettered`` also matches redriven ones (audit);
+    ``states`` matches any of several states."""
 
     state: State | None = None
+    states: tuple[State, ...] = ()
     reason: DeadLetterReason | None = None
     business_key: str | None = None
     endpoint_id: str | None = None
@@ -398,11 +405,15 @@ class SQLiteStore:
         """Store an event (or reuse the identical one) and its new delivery with its first row."""
         self.insert_published_many([(event, _Published(delivery, row))])
 
-    def insert_published_many(self, items: Sequence[tuple[Event, _HasStep]]) -> None:
-        """Several publications in one transaction: all stored, or none (on a conflict)."""
+    def insert_published_many(
+        self, items: Sequence[tuple[Event, _HasStep]], notes: Sequence[LedgerRow] = ()
+    ) -> None:
+        """Several publications in one transaction: all stored, or none (on a conflict); with
+        ``notes`` about them in the same transaction."""
         with self._write() as conn:
             for event, step in items:
                 self._insert_one(conn, event, step.delivery, step.row)
+            conn.executemany(_INSERT_LEDGER, [_ledger_params(r) for r in notes])
 
     def _insert_one(
         self, conn: sqlite3.Connection, event: Event, delivery: Delivery, row: LedgerRow
@@ -477,16 +488,18 @@ class SQLiteStore:
         return Event(eid, etype, key, from_us(occurred), bytes(body), digest)
 
     def claimable(self, now: datetime, limit: int) -> list[Delivery]:
-        """Deliveries due at ``now`` (scheduled and due, or leased with an expired lease)."""
+        """Deliveries due at ``now`` (scheduled and due, or leased with an expired lease), except
+        those of a disabled endpoint: nothing automatic goes to it."""
         now_us = to_us(now)
         expired = self._read(
             f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'leased'"
-            " AND lease_expires_us <= ? ORDER BY lease_expires_us LIMIT ?",
+            f" AND lease_expires_us <= ? AND {_ENDPOINT_ENABLED} ORDER BY lease_expires_us"
+            " LIMIT ?",
             (now_us, limit),
         )
         due = self._read(
             f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE state = 'scheduled'"
-            " AND next_attempt_us <= ? ORDER BY next_attempt_us LIMIT ?",
+            f" AND next_attempt_us <= ? AND {_ENDPOINT_ENABLED} ORDER BY next_attempt_us LIMIT ?",
             (now_us, limit - len(expired)),
         )
         return [_delivery(r) for r in expired + due]
@@ -495,10 +508,17 @@ class SQLiteStore:
         """The earliest time some delivery becomes claimable, or ``None`` when none will."""
         rows = self._read(
             "SELECT min(t) FROM (SELECT min(next_attempt_us) AS t FROM deliveries"
-            " WHERE state = 'scheduled' UNION ALL SELECT min(lease_expires_us) FROM deliveries"
-            " WHERE state = 'leased')"
+            f" WHERE state = 'scheduled' AND {_ENDPOINT_ENABLED} UNION ALL"
+            " SELECT min(lease_expires_us) FROM deliveries"
+            f" WHERE state = 'leased' AND {_ENDPOINT_ENABLED})"
         )
         return _opt_dt(rows[0][0])
+
+    def endpoint_enabled(self, endpoint_id: str) -> bool:
+        """Whether automatic sends may go to ``endpoint_id`` (an unknown endpoint is not
+        disabled: the simulator that sends knows it)."""
+        endpoint = self.endpoint(endpoint_id)
+        return endpoint is None or endpoint.active
 
     def select(self, where: DeliveryFilter) -> list[Delivery]:
         clauses: list[str] = []
@@ -506,6 +526,9 @@ class SQLiteStore:
         if where.state is not None:
             clauses.append("state = ?")
             params.append(where.state.value)
+        if where.states:
+            clauses.append(f"state IN ({', '.join('?' * len(where.states))})")
+            params.extend(s.value for s in where.states)
         if where.reason is not None:
             clauses.append("dlq_reason = ?" if where.ever_dead_lettered else "reason = ?")
             params.append(where.reason.value)

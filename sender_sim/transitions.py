@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass, replace
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sender_sim.classify import Action, Outcome, Verdict, parse_retry_after
+from sender_sim.exceptions import InvalidTransition
 from sender_sim.policy import Policy
 from sender_sim.records import (
     DeadLetterReason,
@@ -35,7 +36,10 @@ from sender_sim.records import (
     rfc3339,
 )
 
-__all__ = ["Step", "claim", "new_delivery", "redrive", "settle"]
+__all__ = ["RELEASE_DELAY", "Step", "claim", "new_delivery", "redrive", "release", "settle"]
+
+RELEASE_DELAY = timedelta(minutes=1)
+"""How long a claim released after a failed dispatch waits before it is due again."""
 
 
 @dataclass(frozen=True)
@@ -245,7 +249,7 @@ def settle(
     The caller persists it with a compare-and-set on the fencing token it leased with.
     """
     if delivery.state is not State.LEASED:
-        raise ValueError(f"settle needs a leased delivery, not {delivery.state}")
+        raise InvalidTransition(f"settle needs a leased delivery, not {delivery.state}")
     details: dict[str, Any] = {
         "worker": worker,
         "token": delivery.fencing_token,
@@ -341,6 +345,49 @@ def settle(
         State.SCHEDULED,
         worker,
         "retry_scheduled",
+        None,
+        details,
+    )
+    return Step(after, row)
+
+
+def release(delivery: Delivery, *, worker: str, now: datetime, error_type: str, error: str) -> Step:
+    """``leased → scheduled`` after a dispatch that threw before it had an outcome.
+
+    Only the claim is undone: the attempt the claim counted was never classified, so the count
+    goes back and no attempt or result is recorded; the delivery is due again in
+    :data:`RELEASE_DELAY` (the deadline rule decides at that claim, as always). The caller
+    persists it guarded by the lease's fencing token, so a newer claim is never reset.
+    ``error`` is the failure's message, already redacted.
+    """
+    if delivery.state is not State.LEASED:
+        raise InvalidTransition(f"release needs a leased delivery, not {delivery.state}")
+    next_at = now + RELEASE_DELAY
+    details: dict[str, Any] = {
+        "worker": worker,
+        "token": delivery.fencing_token,
+        "attempt": delivery.attempt,
+        "error_type": error_type,
+        "error": error,
+        "next_at": rfc3339(next_at),
+    }
+    after = replace(
+        delivery,
+        state=State.SCHEDULED,
+        attempt=delivery.attempt - 1,
+        next_attempt_at=next_at,
+        scheduled_for=next_at,
+        lease_owner=None,
+        lease_expires_at=None,
+        updated_at=now,
+    )
+    row = LedgerRow(
+        delivery.delivery_id,
+        now,
+        State.LEASED,
+        State.SCHEDULED,
+        worker,
+        "dispatch_failed",
         None,
         details,
     )

@@ -3,8 +3,8 @@
 Every attempt is signed afresh (a fresh timestamp from the wire clock) with the endpoint's scheme
 from :mod:`receiver.signing`; the event id stays the ``webhook-id`` across retries and redrives.
 The delivery metadata headers ``hookproof-delivery-id``, ``hookproof-attempt`` and
-``hookproof-deadline`` ride along (informative only). Transport failures are sorted into timeout,
-DNS, TLS, connect and other network errors (all ambiguous). A response sample keeps at most 500
+``hookproof-deadline`` ride along (informative only). Transport failures are sorted by exception
+type into timeout, DNS, TLS, connect and other network errors. A response sample keeps at most 500
 characters and never a secret, a signature or anything that looks like a ``whsec_`` key.
 """
 
@@ -34,16 +34,6 @@ DELIVERY_ID_HEADER = "hookproof-delivery-id"
 ATTEMPT_HEADER = "hookproof-attempt"
 DEADLINE_HEADER = "hookproof-deadline"
 SAMPLE_LIMIT = 500
-_DNS_WORDS = (
-    "name or service not known",
-    "nodename nor servname",
-    "temporary failure in name resolution",
-    "getaddrinfo",
-    "no address associated",
-    "name resolution",
-    "dns",
-)
-_TLS_WORDS = ("ssl", "tls", "certificate", "handshake")
 
 
 def signed_headers(
@@ -77,23 +67,32 @@ def _chain(error: BaseException) -> Iterable[BaseException]:
         current = current.__cause__ or current.__context__
 
 
+_CAUSES: tuple[tuple[type[BaseException], OutcomeKind], ...] = (
+    (socket.gaierror, OutcomeKind.DNS),
+    (ssl.SSLError, OutcomeKind.TLS),  # certificate verification failures included
+)
+"""The exception types, anywhere in a connect failure's cause chain, that name its kind."""
+
+
 def failure_kind(error: httpx.RequestError) -> OutcomeKind:
-    """Sort a transport failure: timeout, DNS, TLS, connect, or another network error."""
+    """Sort a transport failure by exception type: timeout, DNS, TLS, connect, or another
+    network error.
+
+    httpx raises its own type (``ConnectError``, ``ReadError``, a ``TimeoutException``) with the
+    underlying one in the cause chain. A ``ConnectError`` (the request never left) raised from a
+    ``socket.gaierror`` is DNS, from an ``ssl.SSLError`` TLS, otherwise a connect failure; a
+    failure after connecting (a read or write error, even one inside TLS) is a network error. The
+    message's words are never consulted (they differ by platform and language).
+    """
     if isinstance(error, httpx.TimeoutException):
         return OutcomeKind.TIMEOUT
-    chain = list(_chain(error))
-    if any(isinstance(e, socket.gaierror) for e in chain):
-        return OutcomeKind.DNS
-    if any(isinstance(e, ssl.SSLError) for e in chain):
-        return OutcomeKind.TLS
-    text = " ".join(str(e) for e in chain).lower()
-    if isinstance(error, httpx.ConnectError):
-        if any(word in text for word in _DNS_WORDS):
-            return OutcomeKind.DNS
-        if any(word in text for word in _TLS_WORDS):
-            return OutcomeKind.TLS
-        return OutcomeKind.CONNECT
-    return OutcomeKind.NETWORK
+    if not isinstance(error, httpx.ConnectError):
+        return OutcomeKind.NETWORK
+    for cause in _chain(error):
+        for kind_of_cause, kind in _CAUSES:
+            if isinstance(cause, kind_of_cause):
+                return kind
+    return OutcomeKind.CONNECT
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

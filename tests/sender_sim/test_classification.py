@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import random
+import socket
+import ssl
 from datetime import timedelta
 from email.utils import format_datetime
 
@@ -58,23 +60,44 @@ SCHEDULE_ROWS: list[tuple[Script, State, DeadLetterReason | None, str]] = [
     (httpx.Response(503), State.SCHEDULED, None, "server_error"),
     (httpx.Response(301), State.SCHEDULED, None, "unexpected_status"),
 ]
+
+
+def _caused(error: httpx.RequestError, cause: BaseException) -> httpx.RequestError:
+    """``error`` raised from ``cause``, as httpx raises its own types over the socket's."""
+    error.__cause__ = cause
+    return error
+
+
 FAILURES: list[tuple[Exception, OutcomeKind]] = [
     (httpx.ReadTimeout("timed out"), OutcomeKind.TIMEOUT),
     (httpx.ConnectTimeout("timed out"), OutcomeKind.TIMEOUT),
     (httpx.WriteTimeout("timed out"), OutcomeKind.TIMEOUT),
-    (httpx.ConnectError("[Errno -2] Name or service not known"), OutcomeKind.DNS),
-    (httpx.ConnectError("[Errno -3] Temporary failure in name resolution"), OutcomeKind.DNS),
-    (
-        httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed"),
-        OutcomeKind.TLS,
-    ),
-    (httpx.ConnectError("[Errno 111] Connection refused"), OutcomeKind.CONNECT),
     (
         httpx.RemoteProtocolError("Server disconnected without sending a response."),
         OutcomeKind.NETWORK,
     ),
     (httpx.ReadError("connection reset by peer"), OutcomeKind.NETWORK),
 ]
+"""Failures after the request may have left: ambiguous."""
+
+NEVER_SENT: list[tuple[Exception, OutcomeKind]] = [
+    (
+        _caused(httpx.ConnectError("lookup failed"), socket.gaierror(-2, "Name not known")),
+        OutcomeKind.DNS,
+    ),
+    (
+        _caused(
+            httpx.ConnectError("handshake failed"),
+            ssl.SSLCertVerificationError(1, "certificate verify failed"),
+        ),
+        OutcomeKind.TLS,
+    ),
+    (httpx.ConnectError("[Errno 111] Connection refused"), OutcomeKind.CONNECT),
+    # the words are not the type: a message that mentions DNS or TLS is still a connect failure
+    (httpx.ConnectError("[Errno -2] Name or service not known"), OutcomeKind.CONNECT),
+    (httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] handshake"), OutcomeKind.CONNECT),
+]
+"""Failures before the request left: retried, never ambiguous."""
 
 
 def _one_attempt(sim: Simulator, script: Script, deadline: timedelta = timedelta(hours=2)) -> str:
@@ -147,6 +170,28 @@ def test_transport_failures_are_ambiguous_and_retried(
     assert attempt.kind is kind
     assert attempt.status is None
     assert sim.ledger(did)[-1].details["ambiguous"] is True
+
+
+@pytest.mark.parametrize("profile", ["strict", "schedule"])
+@pytest.mark.parametrize(
+    ("error", "kind"), NEVER_SENT, ids=[k.value + str(i) for i, (_, k) in enumerate(NEVER_SENT)]
+)
+def test_failures_before_sending_are_retried_but_not_ambiguous(
+    make_sim: MakeSim, profile: str, error: Exception, kind: OutcomeKind
+) -> None:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise error  # through httpx.MockTransport: the cause chain stays as raised
+
+    sim = make_sim(handler, policy=policy_named(profile))
+    did = sim.publish(endpoint_id="partner", deadline_at=T0 + timedelta(hours=2))
+    asyncio.run(sim.run_due())
+    assert sim.delivery(did).state is State.SCHEDULED
+    [attempt] = sim.attempts(did)
+    assert attempt.kind is kind
+    assert sim.ledger(did)[-1].details["ambiguous"] is False
+    story = sim.explain(did)
+    assert "the request never reached the receiver" in story
+    assert "may have committed" not in story
 
 
 JITTER = Policy(backoff=FullJitter(base=timedelta(seconds=60), cap=timedelta(seconds=600)))

@@ -150,6 +150,14 @@ def test_bad_policies_are_refused(changes: dict[str, object]) -> None:
         Policy().with_(**changes)
 
 
+def test_the_schedule_profile_allows_at_most_ten_attempts() -> None:
+    schedule = policy_named("schedule")
+    assert schedule.with_(max_attempts=10).max_attempts == 10
+    with pytest.raises(ConfigurationError, match="at most 10 total attempts, not 11"):
+        schedule.with_(max_attempts=11)
+    assert policy_named("strict").with_(max_attempts=11).max_attempts == 11
+
+
 def test_unknown_names_are_refused() -> None:
     with pytest.raises(ConfigurationError, match="choose one of strict, schedule"):
         policy_named("lenient")

@@ -249,3 +249,74 @@ def test_an_invalid_envelope_cannot_be_redriven(make_sim: MakeSim) -> None:
         _redrive(sim, RedriveScope(delivery_ids=(did,)))
     assert refused.value.codes == {"envelope_invalid"}
     assert receiver.requests == []
+
+
+def test_a_filter_scope_is_the_dead_letters_now_not_every_past_one(make_sim: MakeSim) -> None:
+    sim = make_sim()
+    first = _gone(sim, "cohort")
+    result = _redrive(sim, RedriveScope(business_key="cohort"))
+    assert result.delivery_ids == (first,)
+    asyncio.run(sim.run_until_settled(delivery_ids=[first]))
+    assert sim.delivery(first).state is State.DELIVERED
+    later = _gone(sim, "cohort")  # a new dead letter under the same filter
+    again = _redrive(sim, RedriveScope(business_key="cohort"))
+    assert again.delivery_ids == (later,)
+    assert sim.delivery(first).state is State.DELIVERED
+    by_reason = _gone(sim, "other")
+    third = _redrive(sim, RedriveScope(reason=DeadLetterReason.DEADLINE_EXHAUSTED))
+    assert third.delivery_ids == (by_reason,)
+    assert [d.result for d in sim.decisions()] == ["queued", "queued", "queued"]
+
+
+def test_a_second_identical_filter_redrive_is_refused_while_the_first_is_pending(
+    make_sim: MakeSim,
+) -> None:
+    sim = make_sim()
+    did = _gone(sim, "cohort")
+    _redrive(sim, RedriveScope(business_key="cohort"))
+    with pytest.raises(RedriveRefused) as refused:
+        _redrive(sim, RedriveScope(business_key="cohort"))
+    assert refused.value.codes == {"not_dead_letter"}
+    assert [p.delivery_id for p in refused.value.problems] == [did]
+
+
+def test_a_missed_deadline_is_renewed_only_by_a_later_one(make_sim: MakeSim) -> None:
+    sim = make_sim(always(429, **{"Retry-After": "10800"}))  # come back in 3 h
+    missed = T0 + timedelta(hours=1)
+    did = sim.publish(endpoint_id="partner", deadline_at=missed)
+    asyncio.run(sim.run_due())
+    assert sim.delivery(did).reason is DeadLetterReason.DEADLINE_EXHAUSTED
+    # an attempt started now would still fit the old deadline: only the renewal rule refuses it
+    with pytest.raises(RedriveRefused) as refused:
+        _redrive(sim, RedriveScope(delivery_ids=(did,)), missed)
+    assert refused.value.codes == {"deadline_not_later"}
+    assert "not later than the previous one" in str(refused.value)
+    _redrive(sim, RedriveScope(delivery_ids=(did,)), missed + timedelta(microseconds=1))
+    assert sim.delivery(did).state is State.SCHEDULED
+
+
+def test_another_dead_letter_may_get_a_shorter_window(make_sim: MakeSim) -> None:
+    sim = make_sim(always(410))
+    did = sim.publish(endpoint_id="partner", deadline_at=LATER)
+    asyncio.run(sim.run_due())
+    assert sim.delivery(did).reason is DeadLetterReason.PERMANENT_RESPONSE
+    _redrive(sim, RedriveScope(delivery_ids=(did,)), T0 + timedelta(hours=1))
+    assert sim.delivery(did).deadline_at == T0 + timedelta(hours=1)
+
+
+def test_a_redrive_revalidates_the_endpoints_credential(make_sim: MakeSim, tmp_path: Path) -> None:
+    path = tmp_path / "sender.db"
+    clock = VirtualClock(T0)
+    first = Simulator(SQLiteStore(path), clock=clock)
+    first.add_endpoint("partner", URL, [SECRET])
+    did = _gone(first)
+    rotated = Simulator(SQLiteStore(path), clock=clock)  # another process rotates the secret
+    rotated.add_endpoint("partner", URL, ["whsec_" + "B" * 40])
+    with pytest.raises(RedriveRefused) as refused:
+        _redrive(first, RedriveScope(delivery_ids=(did,)))
+    assert refused.value.codes == {"credential_changed"}
+    assert SECRET not in str(refused.value)
+    _redrive(rotated, RedriveScope(delivery_ids=(did,)))
+    assert rotated.delivery(did).state is State.SCHEDULED
+    first.store.close()
+    rotated.store.close()

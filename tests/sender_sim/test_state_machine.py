@@ -183,6 +183,8 @@ class SenderMachine(RuleBasedStateMachine):
         before = self.sim.delivery(did)
         deadline = self.clock.now() + extra
         eligible = before.state is State.DEAD_LETTER and POLICY.fits(self.clock.now(), deadline)
+        if before.reason is DeadLetterReason.DEADLINE_EXHAUSTED and deadline <= before.deadline_at:
+            eligible = False  # a renewal of a missed deadline must extend it
         try:
             self.sim.redrive(
                 actor="ops",
@@ -209,7 +211,8 @@ class SenderMachine(RuleBasedStateMachine):
             return
         did = dead[index % len(dead)]
         scope = RedriveScope(delivery_ids=(did,))
-        deadline = self.clock.now() + timedelta(hours=2)
+        previous = self.sim.delivery(did).deadline_at
+        deadline = max(self.clock.now(), previous) + timedelta(hours=2)
         self.sim.redrive(actor="a", reason="first", deadline_at=deadline, scope=scope)
         with pytest.raises(RedriveRefused) as refused:
             self.sim.redrive(actor="b", reason="second", deadline_at=deadline, scope=scope)

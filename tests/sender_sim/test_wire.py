@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
+import ssl
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 
 import httpx
@@ -145,6 +147,65 @@ def test_failure_kind_follows_the_cause_chain() -> None:
     error.__cause__ = socket.gaierror(-2, "Name or service not known")
     assert failure_kind(error) is OutcomeKind.DNS
     assert failure_kind(httpx.PoolTimeout("pool")) is OutcomeKind.TIMEOUT
+
+
+def _raising(
+    make: Callable[[httpx.Request], Exception],
+) -> Callable[[httpx.Request], httpx.Response]:
+    def handler(request: httpx.Request) -> httpx.Response:
+        raise make(request)
+
+    return handler
+
+
+def _connect_error(cause: BaseException | None) -> Callable[[httpx.Request], Exception]:
+    def make(request: httpx.Request) -> Exception:
+        error = httpx.ConnectError("all connection attempts failed", request=request)
+        error.__cause__ = cause
+        return error
+
+    return make
+
+
+@pytest.mark.parametrize(
+    ("cause", "kind"),
+    [
+        (socket.gaierror(socket.EAI_NONAME, "Name or service not known"), OutcomeKind.DNS),
+        (ssl.SSLCertVerificationError(1, "certificate verify failed"), OutcomeKind.TLS),
+        (ssl.SSLError(1, "wrong version number"), OutcomeKind.TLS),
+        (ConnectionRefusedError(111, "Connection refused"), OutcomeKind.CONNECT),
+        (None, OutcomeKind.CONNECT),
+    ],
+)
+def test_a_transport_failure_is_classified_by_the_type_it_was_raised_from(
+    make_sim: MakeSim, cause: BaseException | None, kind: OutcomeKind
+) -> None:
+    sim = make_sim(_raising(_connect_error(cause)))
+    did = sim.publish(endpoint_id="partner", deadline_at=DEADLINE)
+    asyncio.run(sim.run_due())
+    [attempt] = sim.attempts(did)
+    assert attempt.kind is kind
+    assert sim.delivery(did).state is State.SCHEDULED
+
+
+def test_the_message_words_do_not_decide_the_kind() -> None:
+    assert failure_kind(httpx.ConnectError("getaddrinfo: dns failure")) is OutcomeKind.CONNECT
+    assert failure_kind(httpx.ConnectError("[SSL] tls handshake")) is OutcomeKind.CONNECT
+    reset = httpx.ReadError("ssl connection reset")
+    assert failure_kind(reset) is OutcomeKind.NETWORK
+
+
+def test_a_read_error_inside_tls_is_a_network_error_after_sending(make_sim: MakeSim) -> None:
+    def make(request: httpx.Request) -> Exception:
+        error = httpx.ReadError("read failed", request=request)
+        error.__context__ = ssl.SSLError(1, "decryption failed")
+        return error
+
+    sim = make_sim(_raising(make))
+    did = sim.publish(endpoint_id="partner", deadline_at=DEADLINE)
+    asyncio.run(sim.run_due())
+    assert sim.attempts(did)[0].kind is OutcomeKind.NETWORK
+    assert sim.ledger(did)[-1].details["ambiguous"] is True
 
 
 def test_bad_publications_are_clear_errors(make_sim: MakeSim) -> None:
