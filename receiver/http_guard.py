@@ -35,6 +35,10 @@ _TOO_LARGE_BODY = (
 )
 
 
+class _HeadTooLarge(Exception):
+    pass
+
+
 class _GuardedHttpToolsProtocol(HttpToolsProtocol):
     header_timeout: float = 10.0
     max_header_bytes: int = 16 * 1024
@@ -43,6 +47,7 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         self._head_bytes = 0
+        self._head_too_large = False
         self._in_head = True
 
     def _arm_head_timer(self) -> None:
@@ -68,18 +73,32 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
         self._disarm_head_timer()
         super().connection_lost(exc)
 
-    def data_received(self, data: bytes) -> None:
-        if self._in_head:
-            self._head_bytes += len(data)
-        super().data_received(data)
-        if self._in_head and self._head_bytes > self.max_header_bytes:
-            self._disarm_head_timer()
-            if not self.transport.is_closing():
-                self.transport.write(_TOO_LARGE % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY))
-                self.transport.close()
+    def _count_head(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > self.max_header_bytes:
+            self._head_too_large = True
+            raise _HeadTooLarge  # stops the parser; uvicorn then calls send_400_response
+
+    def on_url(self, url: bytes) -> None:
+        self._count_head(len(url))
+        super().on_url(url)
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        self._count_head(len(name) + len(value) + 4)
+        super().on_header(name, value)
+
+    def send_400_response(self, msg: str) -> None:
+        if not self._head_too_large:
+            super().send_400_response(msg)
+            return
+        self._disarm_head_timer()
+        if not self.transport.is_closing():
+            self.transport.write(_TOO_LARGE % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY))
+            self.transport.close()
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
+        self._head_bytes = 0
         if self._head_timer is None:  # a kept-alive connection's next request
             self._arm_head_timer()
 
@@ -93,11 +112,10 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             # The keep-alive timer now bounds the wait for the next request to begin.
             self._in_head = True
-            self._head_bytes = 0
 
 
 def guarded_protocol(*, header_timeout: float, max_header_bytes: int) -> type[asyncio.Protocol]:
-    """The httptools protocol with these bounds (a class: uvicorn instantiates it per connection)."""
+    """The httptools protocol with these bounds (a class: uvicorn makes one per connection)."""
     return type(
         "HookproofHttpProtocol",
         (_GuardedHttpToolsProtocol,),

@@ -2,8 +2,9 @@
 
 :func:`parse_payload` parses the verified bytes exactly once and refuses, as a 400 problem:
 
-* a body that is empty, not UTF-8 or not JSON (RFC 8259) — :class:`~receiver.exceptions.InvalidPayload`
-  (``invalid-payload``), nesting too deep or an integer too long to convert included;
+* a body that is empty, not UTF-8 or not JSON (RFC 8259) —
+  :class:`~receiver.exceptions.InvalidPayload` (``invalid-payload``), nesting too deep or an
+  integer too long to convert included;
 * JSON that is not I-JSON — :class:`~receiver.exceptions.PayloadNotIJson` (``payload-not-i-json``):
   a string (or member name) holding a lone surrogate escape such as ``"\\udfff"`` (it cannot be
   encoded as UTF-8, so any handler storing it would fail on every retry), the non-finite numbers

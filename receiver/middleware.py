@@ -52,8 +52,8 @@ __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_MAX_BODY",
     "DEFAULT_METHODS",
-    "SIGNATURE_HEADERS",
     "SCOPE_KEY",
+    "SIGNATURE_HEADERS",
     "Delivery",
     "HookproofMiddleware",
     "InboxSource",
@@ -367,9 +367,7 @@ class HookproofMiddleware:
                 retry_after=_IN_FLIGHT_RETRY_S,
             )
             return
-        if is_transient(status) or (
-            status >= 300 and not (delivery.taken or replay.delivered)
-        ):
+        if is_transient(status) or (status >= 300 and not (delivery.taken or replay.delivered)):
             # Retry later, or a refusal the handler never decided (a routing 404/405: the app
             # never took the delivery): neither may be stored as the event's final answer.
             await _release(inbox, event_id, token)

@@ -105,9 +105,7 @@ async def serve_probe(
         await send_problem(send, PROBLEMS["method-not-allowed"], "use GET", headers=_ALLOW)
         return
     if not event_id:
-        await send_problem(
-            send, PROBLEMS["event-id-required"], "ask for <probe prefix>/<event_id>"
-        )
+        await send_problem(send, PROBLEMS["event-id-required"], "ask for <probe prefix>/<event_id>")
         return
     document = await probe_document(inbox, event_id, effects_counter, failures)
     if document is None:

@@ -63,7 +63,9 @@ PROBLEMS: Mapping[str, Problem] = {
         Problem("event-id-required", 404, "The probe path needs an event id"),
         Problem("method-not-allowed", 405, "This method is not accepted here"),
         Problem("not-found", 404, "Nothing is served at this path"),
-        Problem("ambiguous-header", 400, "A webhook header field appears twice with different values"),
+        Problem(
+            "ambiguous-header", 400, "A webhook header field appears twice with different values"
+        ),
         Problem("body-timeout", 408, "The body did not arrive within the read deadline"),
     )
 }
