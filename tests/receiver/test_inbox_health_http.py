@@ -92,7 +92,7 @@ def _damage_inbox_table(db: Path) -> None:
     conn.close()
     assert pages, "the inbox table should span several pages"
     with db.open("r+b") as file:
-        for page in pages[:3]:
+        for page in pages[-3:]:  # the last leaves: opening the file never reads them
             file.seek((page - 1) * page_size + 8)
             file.write(b"\xa5" * (page_size - 16))
 
