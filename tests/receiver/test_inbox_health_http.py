@@ -12,10 +12,16 @@ import sqlite3
 import subprocess
 from pathlib import Path
 
+import httpx
 import pytest
 
+from receiver.app import create_app
+from receiver.exceptions import InboxUnavailable
+from receiver.inbox.contract import Claim, InboxRecord
+from receiver.inbox.memory import MemoryInbox
 from receiver.inbox.sqlite import SqliteInbox
-from tests.receiver.http_kit import SECRET, probe, problem_slug, serving, signed
+from receiver.server import running_server
+from tests.receiver.http_kit import SECRET, probe, problem_slug, serving, settings, signed
 from tests.support.processes import hookproof_argv
 
 BODY = json.dumps({"type": "renewal.reminder_due", "data": {"renewal_id": "ren_1"}}).encode()
@@ -108,3 +114,27 @@ def test_a_damaged_inbox_refuses_to_start_with_one_line_and_exit_2(tmp_path: Pat
     assert len(lines) == 1, result.stderr
     assert "damaged" in lines[0]
     assert "Traceback" not in result.stderr
+
+
+class _UnreachableInbox(MemoryInbox):
+    """A MemoryInbox whose store has gone away (as PostgreSQL during an outage)."""
+
+    async def lookup(self, event_id: str) -> InboxRecord | None:
+        raise InboxUnavailable("connection refused")
+
+    async def claim(self, event_id: str) -> Claim:
+        raise InboxUnavailable("connection refused")
+
+
+def test_health_reports_an_unreachable_database() -> None:
+    app = create_app(settings(":memory:"), inbox=_UnreachableInbox())
+    with running_server(app) as base, httpx.Client(base_url=base, timeout=10) as http:
+        health = http.get("/healthz")
+        assert health.status_code == 503
+        assert health.json() == {
+            "ok": False,
+            "problem": "the inbox cannot be read: InboxUnavailable: connection refused",
+        }
+        response = http.post("/webhooks", content=BODY, headers=signed(BODY, "evt_down"))
+        assert response.status_code == 503
+        assert problem_slug(response) == "inbox-unavailable"
