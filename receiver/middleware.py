@@ -87,6 +87,7 @@ InboxSource = Inbox | Callable[[], Inbox]
 """An inbox, or a getter returning the current one (e.g. opened by the app's lifespan); a getter
 that raises :class:`~receiver.exceptions.InboxUnavailable` makes the middleware answer 503."""
 
+_UNPARSED: Any = object()
 _TRANSIENT_STATUSES = frozenset({408, 429})
 _IN_FLIGHT_RETRY_S = 1
 
@@ -108,8 +109,8 @@ class Delivery:
 
     message: VerifiedMessage
     claim: Claim
-    document: Any = None
-    """The payload, parsed once and checked as I-JSON by the middleware (``None`` when the
+    document: Any = _UNPARSED
+    """The payload, parsed once and checked as I-JSON by the middleware (left unparsed when the
     middleware was told not to check payloads)."""
     taken: bool = False
     """Whether the app asked for this delivery (:func:`hookproof_delivery`)."""
@@ -125,9 +126,9 @@ class Delivery:
 
     def json(self) -> Any:
         """The body parsed as JSON (or :class:`~receiver.exceptions.InvalidPayload`)."""
-        if self.document is not None:
-            return self.document
-        return self.message.json()
+        if self.document is _UNPARSED:
+            return self.message.json()
+        return self.document
 
     def add_work(self, work: TransactionalWork) -> None:
         """Run ``work(handle)`` inside the commit transaction of this event's inbox record."""
@@ -299,7 +300,7 @@ class HookproofMiddleware:
             return
         try:
             message = self.verifier.verify(body, headers)
-            document = parse_payload(body) if self.check_payload else None
+            document = parse_payload(body) if self.check_payload else _UNPARSED
         except VerificationError as error:
             await send_problem(send, problem_for(error), str(error))
             return
