@@ -9,7 +9,10 @@
 * answers the demo event type ``hookproof.demo.gone`` with 410 (stored: never send it again)
   and ``hookproof.demo.unavailable`` with 503 (transient: released, retried);
 * serves the probe when ``settings.probe_token`` is set (its ``effects`` count reminder rows);
-* answers ``GET /healthz`` (200 once the inbox is open) for process supervisors and tests.
+* answers ``GET /healthz``: 200 ``{"ok": true}`` while the inbox can record durably, else 503
+  ``{"ok": false, "problem": "..."}`` (:mod:`receiver.health`), for supervisors and tests;
+* answers every path, method and error it does not serve with an ``application/problem+json``
+  problem (``/webhooks/`` with a trailing slash is a 404 problem, not a redirect).
 
 The inbox is opened in the app's lifespan (``open_inbox(settings.db)``) unless one is passed in.
 """
@@ -24,6 +27,7 @@ from datetime import timedelta
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -31,10 +35,16 @@ from starlette.routing import Route
 
 from receiver.demo_effect import Reminders, reminders_for
 from receiver.exceptions import ConfigurationError, InboxUnavailable, InvalidPayload
+from receiver.health import inbox_problem
 from receiver.inbox.contract import DEFAULT_LEASE, Clock, Inbox, utc_now
-from receiver.middleware import DEFAULT_MAX_BODY, HookproofMiddleware, hookproof_delivery
+from receiver.middleware import (
+    DEFAULT_BODY_TIMEOUT_S,
+    DEFAULT_MAX_BODY,
+    HookproofMiddleware,
+    hookproof_delivery,
+)
 from receiver.probe import DEFAULT_PROBE_PREFIX
-from receiver.problems import Problem, problem_body
+from receiver.problems import PROBLEMS, Problem, problem_body
 from receiver.signing import DEFAULT_TOLERANCE_S, Secret, Verifier, scheme_named
 
 __all__ = ["DEMO_ANSWERS", "ReceiverSettings", "build_verifier", "create_app"]
@@ -60,6 +70,7 @@ class ReceiverSettings:
     tolerance: int = DEFAULT_TOLERANCE_S
     scheme: str = "standard"
     max_body: int = DEFAULT_MAX_BODY
+    body_timeout: float = DEFAULT_BODY_TIMEOUT_S
     lease: timedelta = DEFAULT_LEASE
     transactional: bool = True
 
@@ -72,6 +83,8 @@ class ReceiverSettings:
             raise ConfigurationError("the probe prefix must be a path such as /_hookproof/events")
         if self.max_body < 1:
             raise ConfigurationError("the body limit must be at least 1 byte")
+        if not self.body_timeout > 0:
+            raise ConfigurationError("the body read deadline must be a positive number of seconds")
         if self.lease <= timedelta(0):
             raise ConfigurationError("the lease must be a positive duration")
         if self.probe_token is not None and not self.probe_token.strip():
@@ -113,6 +126,21 @@ def _problem(status: int, slug: str, title: str, detail: str) -> Response:
     return Response(body, status_code=status, media_type="application/problem+json")
 
 
+_ROUTING_PROBLEMS = {404: PROBLEMS["not-found"], 405: PROBLEMS["method-not-allowed"]}
+
+
+async def _routing_problem(request: Request, error: Exception) -> Response:
+    """Starlette's own 404/405 (and any HTTPException) as a problem document."""
+    status = error.status_code if isinstance(error, HTTPException) else 500
+    problem = _ROUTING_PROBLEMS.get(status, Problem("http-error", status, "Request refused"))
+    detail = f"{request.method} {request.url.path} is not served here"
+    headers = dict(error.headers or {}) if isinstance(error, HTTPException) else {}
+    body = problem_body(problem, detail, status=status)
+    return Response(
+        body, status_code=status, media_type="application/problem+json", headers=headers
+    )
+
+
 def create_app(
     settings: ReceiverSettings, *, clock: Clock | None = None, inbox: Inbox | None = None
 ) -> Starlette:
@@ -146,8 +174,9 @@ def create_app(
         return JSONResponse({"event_id": delivery.event_id, "reminder": "recorded"})
 
     async def health(request: Request) -> Response:
-        if opened.inbox is None:
-            return JSONResponse({"ok": False}, 503)
+        problem = await inbox_problem(opened.inbox)
+        if problem is not None:
+            return JSONResponse({"ok": False, "problem": problem}, 503)
         return JSONResponse({"ok": True})
 
     async def effects(event_id: str) -> int:
@@ -178,15 +207,19 @@ def create_app(
         "inbox": opened.current_inbox,
         "paths": (settings.path,),
         "max_body": settings.max_body,
+        "body_timeout": settings.body_timeout,
         "probe_token": settings.probe_token,
         "probe_prefix": settings.probe_prefix,
         "effects_counter": effects,
     }
-    return Starlette(
+    app = Starlette(
         routes=[
             Route(settings.path, webhook, methods=["POST"]),
             Route("/healthz", health, methods=["GET"]),
         ],
         middleware=[Middleware(HookproofMiddleware, **middleware_options)],
+        exception_handlers={HTTPException: _routing_problem},
         lifespan=lifespan,
     )
+    app.router.redirect_slashes = False  # a trailing-slash path is a 404 problem, not a redirect
+    return app

@@ -9,6 +9,7 @@ Every failure the receiver can report is one of these; nothing else escapes its 
     │   ├── MissingHeader           400  a required signature header is absent
     │   ├── MalformedHeader         400  a header is present but cannot be parsed
     │   ├── InvalidPayload          400  the body is empty, not UTF-8, or not the JSON needed
+    │   │   └── PayloadNotIJson     400  JSON but not I-JSON: lone surrogate, NaN, dup key
     │   ├── SignatureMismatch       401  no signature matches any active secret
     │   ├── TimestampTooOld         401  the signed timestamp is older than the tolerance
     │   └── TimestampTooNew         401  the signed timestamp is further ahead than the tolerance
@@ -28,6 +29,7 @@ __all__ = [
     "InvalidPayload",
     "MalformedHeader",
     "MissingHeader",
+    "PayloadNotIJson",
     "ReceiverError",
     "SignatureMismatch",
     "TimestampTooNew",
@@ -82,6 +84,12 @@ class InvalidPayload(VerificationError):
     status = 400
     problem_type = "invalid-payload"
     title = "The webhook body is not a valid payload"
+
+
+class PayloadNotIJson(InvalidPayload):
+    status = 400
+    problem_type = "payload-not-i-json"
+    title = "The webhook body is not I-JSON (RFC 7493)"
 
 
 class SignatureMismatch(VerificationError):

@@ -1,10 +1,16 @@
 """The receiver's pure ASGI middleware: verify, claim, call the app, commit, and only then answer.
 
-For every request to a guarded path :class:`HookproofMiddleware`:
+For every request to a guarded path (matched below a mount's ``root_path`` too)
+:class:`HookproofMiddleware`:
 
+0. answers a method other than the delivery ``methods`` (``POST``) with a 405 problem, and two
+   different fields of one signature header (``webhook-id``, …) with a 400 problem, without
+   reading the body or touching the inbox;
 1. refuses a declared ``Content-Length`` over ``max_body`` with 413, then reads the body while
-   counting and stops pulling chunks (413) as soon as the count passes the cap;
-2. verifies the raw bytes with a :class:`~receiver.signing.Verifier` (400/401 problem on failure);
+   counting and stops pulling chunks (413) as soon as the count passes the cap; a body that has
+   not fully arrived ``body_timeout`` seconds after the headers is a 408 problem;
+2. verifies the raw bytes with a :class:`~receiver.signing.Verifier` (400/401 problem on failure),
+   then checks the payload once as I-JSON (:mod:`receiver.ijson`; 400 problem);
 3. claims the event id in the :class:`~receiver.inbox.contract.Inbox`: a committed duplicate is
    answered with its stored status and never reaches the app; a copy in flight gets 503 with
    ``Retry-After``; an unreachable inbox gets 503, never a 2xx;
@@ -12,8 +18,10 @@ For every request to a guarded path :class:`HookproofMiddleware`:
    the scope (``scope["hookproof"]`` and ``scope["extensions"]["hookproof"]``, read by
    :func:`hookproof_delivery`), buffering the app's response;
 5. commits the app's status together with the delivery's transactional work, or — when the app
-   failed transiently (an exception, 5xx, 408, 429) — releases the claim so the sender's retry can
-   take it, and answers 5xx;
+   failed transiently (an exception, 5xx, 408, 429), or refused without the handler ever taking
+   the delivery (a routing 404/405, an inner middleware's refusal: the app neither read the body
+   nor called :func:`hookproof_delivery`) — releases the claim so the sender's retry can take it;
+   each handler failure is one log line with its count for the event (:mod:`receiver.failures`);
 6. sends the buffered response only once the commit is durable.
 
 Non-HTTP scopes and unguarded paths pass straight through. The optional probe
@@ -22,6 +30,7 @@ Non-HTTP scopes and unguarded paths pass straight through. The optional probe
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from collections.abc import Callable, Iterable
@@ -32,14 +41,19 @@ from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from receiver.exceptions import ConfigurationError, InboxUnavailable, VerificationError
+from receiver.failures import FailureCounts
+from receiver.ijson import parse_payload
 from receiver.inbox.contract import Claim, ClaimOutcome, Inbox, TransactionalWork
 from receiver.probe import DEFAULT_PROBE_PREFIX, EffectsCounter, serve_probe
 from receiver.problems import PROBLEMS, problem_for, send_json, send_problem
 from receiver.signing import VerifiedMessage, Verifier
 
 __all__ = [
+    "DEFAULT_BODY_TIMEOUT_S",
     "DEFAULT_MAX_BODY",
+    "DEFAULT_METHODS",
     "SCOPE_KEY",
+    "SIGNATURE_HEADERS",
     "Delivery",
     "HookproofMiddleware",
     "InboxSource",
@@ -50,6 +64,22 @@ __all__ = [
 logger = logging.getLogger("hookproof.receiver")
 
 DEFAULT_MAX_BODY = 1024 * 1024
+DEFAULT_METHODS = ("POST",)
+"""The methods a delivery arrives with; any other method on a guarded path is a 405 problem."""
+DEFAULT_BODY_TIMEOUT_S = 30.0
+"""Seconds from the headers to the body's last byte before the read is given up (408)."""
+SIGNATURE_HEADERS = frozenset(
+    {
+        "content-length",
+        "webhook-id",
+        "webhook-timestamp",
+        "webhook-signature",
+        "stripe-signature",
+        "x-hub-signature-256",
+        "x-github-delivery",
+    }
+)
+"""Header fields that must not appear twice with different values (which one would count?)."""
 SCOPE_KEY = "hookproof"
 """Where the :class:`Delivery` sits in the ASGI scope (and in ``scope["extensions"]``)."""
 
@@ -57,6 +87,7 @@ InboxSource = Inbox | Callable[[], Inbox]
 """An inbox, or a getter returning the current one (e.g. opened by the app's lifespan); a getter
 that raises :class:`~receiver.exceptions.InboxUnavailable` makes the middleware answer 503."""
 
+_UNPARSED: Any = object()
 _TRANSIENT_STATUSES = frozenset({408, 429})
 _IN_FLIGHT_RETRY_S = 1
 
@@ -78,6 +109,11 @@ class Delivery:
 
     message: VerifiedMessage
     claim: Claim
+    document: Any = _UNPARSED
+    """The payload, parsed once and checked as I-JSON by the middleware (left unparsed when the
+    middleware was told not to check payloads)."""
+    taken: bool = False
+    """Whether the app asked for this delivery (:func:`hookproof_delivery`)."""
     _work: list[TransactionalWork] = field(default_factory=list)
 
     @property
@@ -90,7 +126,9 @@ class Delivery:
 
     def json(self) -> Any:
         """The body parsed as JSON (or :class:`~receiver.exceptions.InvalidPayload`)."""
-        return self.message.json()
+        if self.document is _UNPARSED:
+            return self.message.json()
+        return self.document
 
     def add_work(self, work: TransactionalWork) -> None:
         """Run ``work(handle)`` inside the commit transaction of this event's inbox record."""
@@ -112,6 +150,7 @@ def hookproof_delivery(request: HTTPConnection) -> Delivery:
         raise ConfigurationError(
             f"no hookproof delivery on {request.url.path!r}: is HookproofMiddleware guarding it?"
         )
+    delivery.taken = True
     return delivery
 
 
@@ -120,6 +159,10 @@ class _BodyTooLarge(Exception):
 
 
 class _ClientGone(Exception):
+    pass
+
+
+class _AmbiguousHeader(Exception):
     pass
 
 
@@ -133,13 +176,21 @@ class HookproofMiddleware:
         verifier: Verifier,
         inbox: InboxSource,
         paths: Iterable[str] = ("/webhooks",),
+        methods: Iterable[str] = DEFAULT_METHODS,
         max_body: int = DEFAULT_MAX_BODY,
+        body_timeout: float = DEFAULT_BODY_TIMEOUT_S,
+        check_payload: bool = True,
         probe_token: str | None = None,
         probe_prefix: str = DEFAULT_PROBE_PREFIX,
         effects_counter: EffectsCounter | None = None,
     ) -> None:
         if max_body < 0:
             raise ConfigurationError("max_body must not be negative")
+        if not body_timeout > 0:
+            raise ConfigurationError("body_timeout must be a positive number of seconds")
+        self.methods = frozenset(method.upper() for method in methods)
+        if not self.methods:
+            raise ConfigurationError("at least one delivery method is required")
         if probe_token is not None and not probe_token:
             raise ConfigurationError("the probe token must not be empty")
         self.app = app
@@ -147,9 +198,13 @@ class HookproofMiddleware:
         self._inbox_source = inbox
         self.paths = frozenset(paths)
         self.max_body = max_body
+        self.body_timeout = body_timeout
+        self.check_payload = check_payload
         self.probe_token = probe_token
         self.probe_prefix = probe_prefix.rstrip("/") + "/"
         self.effects_counter = effects_counter
+        self.failures = FailureCounts()
+        self._allow = {"allow": ", ".join(sorted(self.methods))}
 
     def inbox(self) -> Inbox:
         """The inbox to use now (raises :class:`InboxUnavailable` when there is none)."""
@@ -168,12 +223,18 @@ class HookproofMiddleware:
             await self.app(scope, receive, send)
             return
         path: str = scope["path"]
+        if scope.get("root_path"):
+            path = _route_path(path, scope["root_path"])
         if path in self.paths:
             await self._guard(scope, receive, send)
             return
-        if self.probe_token is not None and path.startswith(self.probe_prefix):
-            await self._probe(scope, send, path[len(self.probe_prefix) :])
-            return
+        if self.probe_token is not None:
+            if path.startswith(self.probe_prefix):
+                await self._probe(scope, send, path[len(self.probe_prefix) :])
+                return
+            if path == self.probe_prefix[:-1]:
+                await self._probe(scope, send, "")
+                return
         await self.app(scope, receive, send)
 
     async def _probe(self, scope: Scope, send: Send, event_id: str) -> None:
@@ -190,10 +251,27 @@ class HookproofMiddleware:
             token=self.probe_token,
             inbox=inbox,
             effects_counter=self.effects_counter,
+            failures=self.failures,
         )
 
     async def _guard(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _headers(scope)
+        if scope["method"] not in self.methods:
+            await send_problem(
+                send,
+                PROBLEMS["method-not-allowed"],
+                f"webhook deliveries are accepted with {self._allow['allow']} only",
+                headers=self._allow,
+            )
+            return
+        try:
+            headers = _headers(scope)
+        except _AmbiguousHeader as error:
+            await send_problem(
+                send,
+                PROBLEMS["ambiguous-header"],
+                f"the {error} header appears twice with different values; send it once",
+            )
+            return
         declared = headers.get("content-length")
         if declared is not None:
             if not (declared.isascii() and declared.isdigit()):
@@ -205,14 +283,24 @@ class HookproofMiddleware:
                 await self._too_large(send)
                 return
         try:
-            body = await _read_body(receive, self.max_body)
+            async with asyncio.timeout(self.body_timeout):
+                body = await _read_body(receive, self.max_body)
         except _BodyTooLarge:
             await self._too_large(send)
             return
         except _ClientGone:
             return
+        except TimeoutError:
+            await send_problem(
+                send,
+                PROBLEMS["body-timeout"],
+                f"the body did not arrive within {self.body_timeout:g} s; nothing was recorded",
+                headers=_CLOSE,
+            )
+            return
         try:
             message = self.verifier.verify(body, headers)
+            document = parse_payload(body) if self.check_payload else _UNPARSED
         except VerificationError as error:
             await send_problem(send, problem_for(error), str(error))
             return
@@ -239,7 +327,7 @@ class HookproofMiddleware:
                 event_id=claim.event_id,
             )
         else:
-            await self._handle(scope, receive, send, inbox, Delivery(message, claim))
+            await self._handle(scope, receive, send, inbox, Delivery(message, claim, document))
 
     async def _too_large(self, send: Send) -> None:
         await send_problem(
@@ -253,10 +341,11 @@ class HookproofMiddleware:
     ) -> None:
         response = _BufferedResponse()
         event_id, token = delivery.event_id, delivery.claim.token
+        replay = _Replay(delivery.body, receive)
         try:
-            await self.app(_scope_with(scope, delivery), _replay(delivery.body, receive), response)
-        except Exception:
-            logger.exception("the webhook handler failed on event %s", event_id)
+            await self.app(_scope_with(scope, delivery), replay, response)
+        except Exception as error:
+            self._failed(event_id, f"the webhook handler raised {type(error).__name__}: {error}")
             await _release(inbox, event_id, token)
             await send_problem(
                 send,
@@ -270,7 +359,7 @@ class HookproofMiddleware:
             raise
         status = response.status
         if status is None:
-            logger.error("the webhook handler sent no response for event %s", event_id)
+            self._failed(event_id, "the webhook handler sent no response")
             await _release(inbox, event_id, token)
             await send_problem(
                 send,
@@ -279,7 +368,9 @@ class HookproofMiddleware:
                 retry_after=_IN_FLIGHT_RETRY_S,
             )
             return
-        if is_transient(status):
+        if is_transient(status) or (status >= 300 and not (delivery.taken or replay.delivered)):
+            # Retry later, or a refusal the handler never decided (a routing 404/405: the app
+            # never took the delivery): neither may be stored as the event's final answer.
             await _release(inbox, event_id, token)
             await response.replay(send)
             return
@@ -290,8 +381,8 @@ class HookproofMiddleware:
             await _release(inbox, event_id, token)
             await _unavailable(send)
             return
-        except Exception:
-            logger.exception("the commit of event %s failed", event_id)
+        except Exception as error:
+            self._failed(event_id, f"recording the event failed: {type(error).__name__}: {error}")
             await _release(inbox, event_id, token)
             await send_problem(
                 send,
@@ -309,6 +400,13 @@ class HookproofMiddleware:
             )
             return
         await response.replay(send)
+
+    def _failed(self, event_id: str, reason: str) -> None:
+        """One log line per handler failure, with how often this event has failed so far (the
+        traceback, if any, only at DEBUG)."""
+        count = self.failures.record(event_id)
+        logger.error("event %s: %s (failure %d of this event)", event_id, reason, count)
+        logger.debug("the failure of event %s", event_id, exc_info=True)
 
 
 class _BufferedResponse:
@@ -338,12 +436,26 @@ class _BufferedResponse:
         await send({"type": "http.response.body", "body": b"".join(self.parts)})
 
 
+_CLOSE = {"connection": "close"}
+
+
+def _route_path(path: str, root_path: str) -> str:
+    """``path`` below a mount's ``root_path`` (as Starlette routes it); else ``path`` unchanged."""
+    if path.startswith(root_path) and path[len(root_path) : len(root_path) + 1] in ("/", ""):
+        return path[len(root_path) :]
+    return path
+
+
 def _headers(scope: Scope) -> dict[str, str]:
-    """Request headers by name (ASGI names are lower-case); the first of repeated headers wins."""
-    return {
-        name.decode("latin-1"): value.decode("latin-1")
-        for name, value in reversed(scope["headers"])
-    }
+    """Request headers by name (ASGI names are lower-case); the first of repeated headers wins,
+    except that a :data:`SIGNATURE_HEADERS` field repeated with another value is ambiguous."""
+    headers: dict[str, str] = {}
+    for raw_name, raw_value in scope["headers"]:
+        name = raw_name.decode("latin-1")
+        value = raw_value.decode("latin-1")
+        if headers.setdefault(name, value) != value and name in SIGNATURE_HEADERS:
+            raise _AmbiguousHeader(name)
+    return headers
 
 
 async def _read_body(receive: Receive, cap: int) -> bytes:
@@ -363,18 +475,22 @@ async def _read_body(receive: Receive, cap: int) -> bytes:
             return b"".join(parts)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
-    """A ``receive`` that hands the app the exact verified bytes, then defers to the server."""
-    delivered = False
+class _Replay:
+    """A ``receive`` that hands the app the exact verified bytes, then defers to the server;
+    ``delivered`` tells whether the app read them."""
 
-    async def replay() -> Message:
-        nonlocal delivered
-        if not delivered:
-            delivered = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
+    __slots__ = ("body", "delivered", "receive")
 
-    return replay
+    def __init__(self, body: bytes, receive: Receive) -> None:
+        self.body = body
+        self.receive = receive
+        self.delivered = False
+
+    async def __call__(self) -> Message:
+        if not self.delivered:
+            self.delivered = True
+            return {"type": "http.request", "body": self.body, "more_body": False}
+        return await self.receive()
 
 
 def _scope_with(scope: Scope, delivery: Delivery) -> Scope:
@@ -387,8 +503,13 @@ async def _release(inbox: Inbox, event_id: str, token: int) -> None:
     """Release a claim; if even that fails the lease expiry frees the event later."""
     try:
         await inbox.release(event_id, token)
-    except Exception:
-        logger.exception("could not release event %s; its lease will expire", event_id)
+    except Exception as error:  # expected during an outage: one line, not a traceback
+        logger.warning(
+            "could not release event %s (%s: %s); its lease will expire",
+            event_id,
+            type(error).__name__,
+            error,
+        )
 
 
 async def _unavailable(send: Send) -> None:

@@ -4,8 +4,11 @@
 
     {"event_id": "...", "status": "committed" | "in_flight", "effects": <int>, "deliveries": <int>}
 
-or a 404 problem when the inbox holds no record of the event. A missing or wrong token is a 401
-problem (the token is compared in constant time); any other method is 405. ``effects`` is the
+or a 404 problem when the inbox holds no record of the event (``event-id-required`` when the path
+names no event at all). A missing or wrong token is a 401 problem (the token is compared in
+constant time); any other method is a 405 problem. Once this process's handler has failed on the
+event, the document also carries ``"handler_failures": <int>`` (how many times: a poison message
+shows here instead of only as a stream of 503s). ``effects`` is the
 number of times the event's effect was applied: the inbox's own count unless an
 ``effects_counter`` (e.g. one counting rows of the application's effect table) is given.
 ``deliveries`` is the inbox's delivery count. A record released after a transient failure is
@@ -20,20 +23,30 @@ from __future__ import annotations
 import hmac
 import json
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from starlette.types import Scope, Send
 
 from receiver.inbox.contract import Inbox, RecordState
-from receiver.problems import PROBLEMS, Problem, send_json, send_problem
+from receiver.problems import PROBLEMS, send_json, send_problem
 
-__all__ = ["DEFAULT_PROBE_PREFIX", "EffectsCounter", "probe_document", "serve_probe"]
+__all__ = [
+    "DEFAULT_PROBE_PREFIX",
+    "EffectsCounter",
+    "FailureCounter",
+    "probe_document",
+    "serve_probe",
+]
 
 DEFAULT_PROBE_PREFIX = "/_hookproof/events"
 
 EffectsCounter = Callable[[str], Awaitable[int]]
 """How many times the effect of an event (by id) was applied."""
 
-_METHOD_NOT_ALLOWED = Problem("method-not-allowed", 405, "The probe answers GET only")
+FailureCounter = Callable[[str], int]
+"""How many times the handler failed on an event (by id)."""
+
+_ALLOW = {"allow": "GET, HEAD"}
 
 
 def _authorized(scope: Scope, token: str) -> bool:
@@ -47,20 +60,27 @@ def _authorized(scope: Scope, token: str) -> bool:
 
 
 async def probe_document(
-    inbox: Inbox, event_id: str, effects_counter: EffectsCounter | None = None
-) -> dict[str, object] | None:
+    inbox: Inbox,
+    event_id: str,
+    effects_counter: EffectsCounter | None = None,
+    failures: FailureCounter | None = None,
+) -> dict[str, Any] | None:
     """The probe's answer for one event, or ``None`` when the inbox does not know it."""
     record = await inbox.lookup(event_id)
     if record is None:
         return None
     effects = record.effects if effects_counter is None else await effects_counter(event_id)
     status = "committed" if record.state is RecordState.COMMITTED else "in_flight"
-    return {
+    document: dict[str, Any] = {
         "event_id": event_id,
         "status": status,
         "effects": effects,
         "deliveries": record.deliveries,
     }
+    failed = 0 if failures is None else failures(event_id)
+    if failed:
+        document["handler_failures"] = failed
+    return document
 
 
 async def serve_probe(
@@ -71,6 +91,7 @@ async def serve_probe(
     token: str,
     inbox: Inbox,
     effects_counter: EffectsCounter | None = None,
+    failures: FailureCounter | None = None,
 ) -> None:
     """Answer one probe request (the path's ``event_id`` already split off by the caller)."""
     if not _authorized(scope, token):
@@ -81,9 +102,12 @@ async def serve_probe(
         )
         return
     if scope["method"] not in ("GET", "HEAD"):
-        await send_problem(send, _METHOD_NOT_ALLOWED, "use GET")
+        await send_problem(send, PROBLEMS["method-not-allowed"], "use GET", headers=_ALLOW)
         return
-    document = await probe_document(inbox, event_id, effects_counter)
+    if not event_id:
+        await send_problem(send, PROBLEMS["event-id-required"], "ask for <probe prefix>/<event_id>")
+        return
+    document = await probe_document(inbox, event_id, effects_counter, failures)
     if document is None:
         await send_problem(
             send, PROBLEMS["event-not-found"], "no copy of this event arrived", event_id=event_id

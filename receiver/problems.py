@@ -60,6 +60,13 @@ PROBLEMS: Mapping[str, Problem] = {
         Problem("already-answered", 409, "This event was already answered"),
         Problem("probe-unauthorized", 401, "A valid probe bearer token is required"),
         Problem("event-not-found", 404, "The inbox holds no record of this event"),
+        Problem("event-id-required", 404, "The probe path needs an event id"),
+        Problem("method-not-allowed", 405, "This method is not accepted here"),
+        Problem("not-found", 404, "Nothing is served at this path"),
+        Problem(
+            "ambiguous-header", 400, "A webhook header field appears twice with different values"
+        ),
+        Problem("body-timeout", 408, "The body did not arrive within the read deadline"),
     )
 }
 """Every non-verification problem, by slug."""
@@ -110,10 +117,13 @@ async def send_problem(
     *,
     status: int | None = None,
     retry_after: int | None = None,
+    headers: Mapping[str, str] | None = None,
     **extra: object,
 ) -> None:
-    """Answer with ``problem`` (and ``Retry-After`` when given) as ``application/problem+json``."""
-    headers = {"retry-after": str(retry_after)} if retry_after is not None else None
+    """Answer with ``problem`` (and ``Retry-After`` when given, and any further ``headers``) as
+    ``application/problem+json``."""
+    if retry_after is not None:
+        headers = {**(headers or {}), "retry-after": str(retry_after)}
     body = problem_body(problem, detail, status=status, **extra)
     await send_json(
         send,

@@ -53,6 +53,7 @@ from receiver.inbox.contract import (
     retry_after_seconds,
     utc_now,
 )
+from receiver.inbox.sqlite_health import FileWatch, check_integrity
 from receiver.inbox.sqlite_schema import MIGRATION_SET, MIGRATIONS
 from receiver.sqlite_db import BUSY_TIMEOUT_S, apply_migrations, connect, enable_wal
 
@@ -184,6 +185,7 @@ class SqliteInbox(Inbox):
         self.lease = lease
         self._clock = datetime_source(clock)
         self._write, self._read = self._open(self.path)
+        self._file = FileWatch(self.path)  # health: the file at the path is still the open one
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
         self._waiting = 0  # jobs in the queue or carried over, not yet in a batch (under _lock)
@@ -211,6 +213,7 @@ class SqliteInbox(Inbox):
                     f"the SQLite inbox at {path!r} cannot use WAL journaling (got {mode!r})"
                 )
             apply_migrations(write, MIGRATION_SET, MIGRATIONS)
+            check_integrity(write, path)  # health: refuse a damaged file before serving
             read = _connect(path)
             read.execute("PRAGMA query_only = ON")
             read.execute(_SELECT, ("",)).fetchall()
@@ -340,6 +343,10 @@ class SqliteInbox(Inbox):
         elif self._closing is not None and not self._closing.done():
             await asyncio.shield(self._closing)
 
+    def health_problem(self) -> str | None:
+        """Why the inbox cannot record durably now (:mod:`receiver.inbox.sqlite_health`)."""
+        return self._file.problem()
+
     @property
     def stats(self) -> GroupCommitStats:
         """Counters of the writer so far (read without locking; exact once the inbox is idle)."""
@@ -452,6 +459,7 @@ class SqliteInbox(Inbox):
                 conn.execute("RELEASE job")
                 results.append((True, value))
             conn.execute("COMMIT")
+            self._file.check()  # health: no answer of a batch written to an unlinked file
             self._batches += 1
             self._jobs += len(batch)
         except BaseException as error:
