@@ -33,6 +33,7 @@ from receiver.schemes.base import (
     Secret,
     VerifiedMessage,
     compare,
+    fingerprint,
 )
 from receiver.schemes.github import GitHubStyle
 from receiver.schemes.registry import SCHEMES, event_id_of, redact_signatures, scheme_named
@@ -50,6 +51,7 @@ __all__ = [
     "VerifiedMessage",
     "Verifier",
     "event_id_of",
+    "fingerprint",
     "redact_signatures",
     "scheme_named",
 ]

@@ -27,8 +27,7 @@ from typing import Any
 import httpx
 
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
-from receiver.schemes.base import fingerprint
-from receiver.signing import SCHEMES, Secret, scheme_named
+from receiver.signing import SCHEMES, Secret, fingerprint, scheme_named
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
 from sender_sim.endpoint_config import EndpointConfig
 from sender_sim.envelope import build_body, envelope_problem, payload_digest

@@ -1,4 +1,5 @@
-"""The project's shape: the dependency direction, honest ``__all__`` lists, typed packages."""
+"""The project's shape: the dependency direction, no import cycle inside a package, honest
+``__all__`` lists, typed packages."""
 
 from __future__ import annotations
 
@@ -65,3 +66,82 @@ def test_every_module_says_what_it_owns(package: str) -> None:
 @pytest.mark.parametrize("package", PACKAGES)
 def test_packages_ship_type_information(package: str) -> None:
     assert (ROOT / package / "py.typed").exists()
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _internal_imports(path: Path, package: str, known: set[str]) -> set[str]:
+    """The modules of ``package`` that ``path`` imports anywhere: a lazy import inside a function
+    or a ``TYPE_CHECKING`` one that dodges a cycle at import time is still a cycle of meaning."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    here = _module_name(path)
+    is_package = path.name == "__init__.py"
+    found: set[str] = set()
+
+    def add(name: str) -> None:
+        # `from a.b import c` may name module a.b.c or attribute c of a.b: keep the longest known.
+        while name and name not in known:
+            name = name.rpartition(".")[0]
+        if name and name != here:
+            found.add(name)
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] == package:
+                    add(alias.name)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = here.split(".")
+                base = base[: len(base) - node.level + (1 if is_package else 0)]
+                module = ".".join([*base, *([node.module] if node.module else [])])
+            else:
+                module = node.module or ""
+            if module.split(".")[0] != package:
+                continue
+            for alias in node.names:
+                add(f"{module}.{alias.name}")
+    return found
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle in ``graph`` (as a closed path), or [] when there is none."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str]:
+        state[node] = 1
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*stack[stack.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)):
+                return found
+        stack.pop()
+        state[node] = 2
+        return []
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)):
+            return found
+    return []
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_no_import_cycles_inside_a_package(package: str) -> None:
+    paths = list((ROOT / package).rglob("*.py"))
+    known = {_module_name(path) for path in paths}
+    graph = {
+        _module_name(path): _internal_imports(path, package, known) - {package} for path in paths
+    }
+    assert _cycle(graph) == []
+
+
+def test_the_cycle_finder_sees_a_cycle() -> None:
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) == []
