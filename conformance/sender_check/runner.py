@@ -219,9 +219,7 @@ class SenderHarness:
         outcome = Outcome.FAILED if failures else Outcome.PASSED
         count = len(session.attempts)
         message = f"{count} attempt{'' if count == 1 else 's'}"
-        return ScenarioResult(
-            scenario, outcome, "attempts", duration, tuple(failures), message, "X"
-        )
+        return ScenarioResult(scenario, outcome, None, duration, tuple(failures), message, "X")
 
 
 async def execute_concurrently(
@@ -339,11 +337,7 @@ async def run_sender_check(
         trigger=settings.trigger,
         announce=announce,
     )
-    target = (
-        f"the sender behind {settings.trigger!r}"
-        if settings.trigger
-        else f"a manually triggered sender at {listener.base_url}"
-    )
+    target = listener.base_url + f"/s/{listener.run_id}"
     jobs = settings.jobs if settings.trigger else 1
     summary = Summary()
     try:

@@ -16,7 +16,9 @@ import os
 import shlex
 import signal
 import subprocess
+import tempfile
 from collections.abc import Mapping
+from typing import IO
 
 from conformance.exceptions import UsageError
 
@@ -44,57 +46,46 @@ def check_trigger(command: str) -> None:
 
 
 class Trigger:
-    """One run of the trigger command."""
+    """One run of the trigger command; its output goes to a scratch file (never a pipe that a
+    background child could hold open)."""
 
     def __init__(self, command: str, env: Mapping[str, str]) -> None:
         self.command = command
         self.env = {**os.environ, **env}
         self._process: asyncio.subprocess.Process | None = None
-        self._output = bytearray()
-        self._reader: asyncio.Task[None] | None = None
+        self._output: IO[bytes] | None = None
 
     async def start(self) -> None:
+        self._output = tempfile.TemporaryFile()  # noqa: SIM115 - closed by stop()
         self._process = await asyncio.create_subprocess_shell(
             self.command,
             env=self.env,
             stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE,
+            stdout=self._output,
             stderr=asyncio.subprocess.STDOUT,
             start_new_session=True,
         )
-        self._reader = asyncio.create_task(self._collect())
-
-    async def _collect(self) -> None:
-        assert self._process is not None
-        stream = self._process.stdout
-        assert stream is not None
-        while chunk := await stream.read(4096):
-            self._output += chunk
-            del self._output[:-_TAIL]
 
     async def wait(self) -> int:
         assert self._process is not None
-        code = await self._process.wait()
-        if self._reader is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._reader, 1.0)
-        return code
+        return await self._process.wait()
 
     def last_line(self) -> str:
-        lines = [ln.strip() for ln in self._output.decode("utf-8", "replace").splitlines()]
-        return next((ln for ln in reversed(lines) if ln), "")
+        """The last non-blank line the trigger printed."""
+        if self._output is None:
+            return ""
+        self._output.seek(max(0, self._output.seek(0, os.SEEK_END) - _TAIL))
+        text = self._output.read().decode("utf-8", "replace")
+        return next((ln.strip() for ln in reversed(text.splitlines()) if ln.strip()), "")
 
     async def stop(self) -> None:
         """Kill what still runs of the trigger (its whole process group) and reap it."""
         process = self._process
-        if process is None:
-            return
-        # Its own session: the group outlives a trigger that left a sender running behind it.
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(process.wait(), 2.0)
-        if self._reader is not None and not self._reader.done():
-            self._reader.cancel()
-            with contextlib.suppress(BaseException):
-                await self._reader
+        if process is not None:
+            # Its own session: the group outlives a trigger that left a sender running behind it.
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(process.wait(), 2.0)
+        if self._output is not None:
+            self._output.close()
