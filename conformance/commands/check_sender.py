@@ -122,7 +122,7 @@ def run_check_sender(
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
 @click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
 @click.option("--ndjson", "ndjson_path", default=None, metavar="FILE", help="Write NDJSON events.")
-@seed_option(draws="nothing yet (recorded in the reports)")
+@seed_option(draws="the run (recorded in the reports; check-sender draws nothing at random)")
 def check_sender_command(
     secrets: tuple[str, ...],
     scheme: str,
