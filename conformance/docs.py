@@ -19,6 +19,7 @@ _HARNESS_WORDS = {
     Harness.S: "S (sender simulator against a scripted receiver)",
     Harness.R: "R (reference receiver in process)",
     Harness.C: "C (conformance runner over HTTP)",
+    Harness.X: "X (an external sender, judged by `hookproof check-sender`)",
 }
 
 
@@ -71,8 +72,9 @@ def catalogue_markdown(scenarios: Iterable[Scenario]) -> str:
         "(`must`: breaking it loses or duplicates work; `should`: a hardening recommendation) and",
         "the harnesses it runs under: **S** the sender simulator against a scripted in-process",
         "receiver, **R** the reference receiver in process, **C** the conformance runner against",
-        "any URL over real HTTP (`hookproof check`). Select scenarios by id, glob, family, tag or",
-        "severity with `--select`/`--deselect`.",
+        "any URL over real HTTP (`hookproof check`), **X** a real sender judged from outside",
+        "(`hookproof check-sender`, see `docs/check-sender.md`). Select scenarios by id, glob,",
+        "family, tag or severity with `--select`/`--deselect`.",
         "",
         f"{len(chosen)} scenarios.",
         "",

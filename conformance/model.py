@@ -38,11 +38,13 @@ class Severity(enum.StrEnum):
 
 
 class Harness(enum.StrEnum):
-    """Where a scenario runs: sender simulator (S), reference receiver (R), any URL (C)."""
+    """Where a scenario runs: sender simulator (S), reference receiver (R), any URL (C), an
+    external sender through ``hookproof check-sender`` (X)."""
 
     S = "S"
     R = "R"
     C = "C"
+    X = "X"
 
 
 class Side(enum.StrEnum):

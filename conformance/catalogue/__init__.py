@@ -15,6 +15,7 @@ from conformance.catalogue import (
     redrive,
     response,
     schedules,
+    sender,
     signature,
     story,
 )
@@ -33,6 +34,7 @@ FAMILIES = (
     redrive,
     schedules,
     story,
+    sender,
 )
 
 CATALOGUE = Registry(scenario for family in FAMILIES for scenario in family.SCENARIOS)

@@ -1,5 +1,6 @@
 """``hookproof demo``: the reference receiver on a free local port, checked with every scenario
-(the receiver-side ones over HTTP, the sender-side ones on the simulator in process)."""
+(the receiver-side ones over HTTP, the sender-side ones on the simulator in process), then
+``hookproof check-sender`` against ``hookproof send`` with a compressed schedule."""
 
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ import click
 
 from conformance.catalogue import CATALOGUE
 from conformance.commands.check import exit_status, run_settings
+from conformance.commands.check_sender import run_check_sender
 from conformance.model import Harness
 from conformance.reporters import ConsoleReporter
+from conformance.sender_check.demo import demo_sender_settings
 from conformance.session import run_sender_side
 from receiver.commands.console import make_console
 from receiver.commands.options import seed_option
@@ -31,7 +34,8 @@ def demo_command(
     """Start the reference receiver on a free local port and check it with every scenario.
 
     The receiver-side scenarios run over HTTP against it (the reports cover that run); the
-    sender-side scenarios then run on the simulator in process, so the whole catalogue runs."""
+    sender-side scenarios then run on the simulator in process, and the sender.* ones judge
+    `hookproof send` from outside (check-sender), so the whole catalogue runs."""
     from conformance.demo import demo_settings, serving_reference_receiver
 
     out = make_console()
@@ -45,8 +49,16 @@ def demo_command(
         )
         receiver_side = run_settings(settings)
     # The rest of the catalogue is about the sender: run it on the simulator, in process.
-    if not CATALOGUE.select(settings.select, settings.deselect, harness=Harness.S):
-        return receiver_side
-    out.print()
-    sender_side = asyncio.run(run_sender_side(settings, [ConsoleReporter()]))
-    return max(receiver_side, exit_status(sender_side))
+    statuses = [receiver_side]
+    if CATALOGUE.select(settings.select, settings.deselect, harness=Harness.S):
+        out.print()
+        sender_side = asyncio.run(run_sender_side(settings, [ConsoleReporter()]))
+        statuses.append(exit_status(sender_side))
+    # ... and the sender.* family judges our own `hookproof send` from outside.
+    if CATALOGUE.select(settings.select, settings.deselect, harness=Harness.X):
+        out.print()
+        with tempfile.TemporaryDirectory(prefix="hookproof-demo-sender-") as senders:
+            external = demo_sender_settings(Path(senders), select=settings.select, seed=seed or 0)
+            out.print("check-sender against `hookproof send` (policy: delays 0, 1, 1.5 s)")
+            statuses.append(run_check_sender(external))
+    return max(statuses)

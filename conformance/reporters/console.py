@@ -22,6 +22,7 @@ from conformance.events import (
     ScenarioFinished,
     ScenarioStarted,
 )
+from conformance.model import Harness
 from conformance.reporters.text import describe_result
 from conformance.results import Outcome, ScenarioResult
 from receiver.commands.console import make_console, print_table
@@ -72,6 +73,12 @@ class ConsoleReporter:
                 self._echo(
                     f"hookproof: {len(event.scenarios)} sender-side scenarios on "
                     f"{event.target} (seed {event.seed})"
+                )
+                return
+            if event.scenarios and all(Harness.X in s.tags for s in event.scenarios):
+                self._echo(
+                    f"hookproof: {len(event.scenarios)} scenarios judging the sender that delivers "
+                    f"to {event.target}/… ({event.scheme} scheme, seed {event.seed})"
                 )
                 return
             probe = (

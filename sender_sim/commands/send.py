@@ -43,6 +43,7 @@ from sender_sim.commands.support import (
 )
 from sender_sim.faults import FaultPlan
 from sender_sim.policy import Policy, policy_named
+from sender_sim.policy_file import load_policy_file
 from sender_sim.records import State, rfc3339
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
@@ -105,8 +106,8 @@ def _check_url(url: str) -> str:
     return url
 
 
-def _policy(name: str, timeout: float | None) -> Policy:
-    policy = policy_named(name)
+def _policy(name: str, policy_file: str | None, timeout: float | None) -> Policy:
+    policy = load_policy_file(policy_file) if policy_file else policy_named(name)
     if timeout is not None:
         wait = timedelta(seconds=timeout)
         policy = policy.with_(timeout=wait, lease_duration=max(policy.lease_duration, wait * 2))
@@ -134,6 +135,13 @@ def _policy(name: str, timeout: float | None) -> Policy:
     help="RFC 3339 time, or a duration from now such as +30m or 2h.",
 )
 @policy_option
+@click.option(
+    "--policy-file",
+    default=None,
+    metavar="FILE",
+    help="A TOML retry policy (delays or full jitter, attempts, timeout, classification; "
+    "see docs/check-sender.md). Overrides --policy.",
+)
 @timeout_option(default_text="the policy's")
 @click.option(
     "--fault",
@@ -159,6 +167,7 @@ def send_command(
     business_key: str | None,
     deadline: str,
     policy_name: str,
+    policy_file: str | None,
     timeout: float | None,
     faults: tuple[str, ...],
     endpoint_id: str | None,
@@ -178,7 +187,7 @@ def send_command(
         raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")
     spec = load_event_file(event_file) if event_file else EventSpec()
     plan = FaultPlan.parse(faults, seed=seed)
-    policy = _policy(policy_name, timeout)
+    policy = _policy(policy_name, policy_file, timeout)
     store = open_store(db)
     try:
         return asyncio.run(

@@ -89,6 +89,7 @@ TAGS = {
     "redrive": "S",
     "schedules": "S",
     "story": "SR",
+    "sender": "X",
 }
 
 

@@ -1,0 +1,164 @@
+"""``hookproof check-sender``: judge a real webhook sender against the retry policy it declares.
+
+The flags become :class:`~conformance.sender_check.SenderCheckSettings`; the run goes through
+:func:`~conformance.sender_check.run_sender_check` with the reporters of ``hookproof check``
+(console, JSON, JUnit) plus NDJSON, and the exit status is the same: 0 every selected scenario
+passed, 1 some failed or errored, 2 a usage error (a nonexistent trigger command, a bad policy
+file, an address it cannot listen on), printed by the root CLI as one line before any scenario.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import click
+
+from conformance.commands.check import exit_status
+from conformance.exceptions import UsageError
+from conformance.reporters import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
+from conformance.reporters.ndjson import NdjsonReporter
+from conformance.sender_check import SenderCheckSettings, run_sender_check
+from receiver.commands.console import make_console
+from receiver.commands.options import scheme_option, secret_option, seed_option
+from sender_sim.commands.support import split_secrets
+
+__all__ = ["check_sender_command", "run_check_sender"]
+
+_SECONDS = click.FloatRange(min=0, min_open=True)
+
+
+def _reporters(paths: dict[str, str | None]) -> list[Reporter]:
+    reporters: list[Reporter] = [ConsoleReporter()]
+    kinds: dict[str, type[JsonReporter | JUnitReporter | NdjsonReporter]] = {
+        "json": JsonReporter,
+        "junit": JUnitReporter,
+        "ndjson": NdjsonReporter,
+    }
+    for name, path in paths.items():
+        if path:
+            parent = Path(path).resolve().parent
+            if not parent.is_dir():
+                raise UsageError(f"cannot write the report {path!r}: {parent} does not exist")
+            reporters.append(kinds[name](path))
+    return reporters
+
+
+def run_check_sender(
+    settings: SenderCheckSettings,
+    *,
+    json_path: str | None = None,
+    junit_path: str | None = None,
+    ndjson_path: str | None = None,
+) -> int:
+    """Run the sender check with the console and file reporters; the exit status."""
+    reporters = _reporters({"json": json_path, "junit": junit_path, "ndjson": ndjson_path})
+    out = make_console()
+    try:
+        summary = asyncio.run(run_sender_check(settings, reporters, announce=out.print))
+    except OSError as error:
+        raise UsageError(f"cannot write a report: {error.strerror or error}") from None
+    return exit_status(summary)
+
+
+@click.command("check-sender")
+@secret_option()
+@scheme_option(help="The signing scheme the sender uses.")
+@click.option(
+    "--trigger",
+    default=None,
+    metavar="COMMAND",
+    help="Shell command run once per scenario to make the sender emit one event to "
+    "$HOOKPROOF_TARGET_URL (also set: HOOKPROOF_SCENARIO, HOOKPROOF_SECRET). Without it, "
+    "each URL is printed and the first request awaited (manual mode).",
+)
+@click.option(
+    "--listen",
+    default="127.0.0.1:0",
+    show_default=True,
+    metavar="HOST:PORT",
+    help="Where hookproof's scripted endpoint listens (port 0: a free one).",
+)
+@click.option(
+    "--public-url",
+    default=None,
+    metavar="URL",
+    help="The base URL the sender must use, when it differs from --listen (a tunnel).",
+)
+@click.option(
+    "--policy",
+    default="strict",
+    show_default=True,
+    metavar="strict|schedule|FILE",
+    help="The retry policy the sender declares: a built-in profile or a TOML policy file.",
+)
+@click.option(
+    "--slack", type=_SECONDS, default=None, help="Seconds of slack (default max(0.5 s, 10 %))."
+)
+@click.option(
+    "--max-skew",
+    type=_SECONDS,
+    default=30.0,
+    show_default=True,
+    help="Seconds a signed timestamp may be from arrival.",
+)
+@click.option(
+    "--quiet-period",
+    type=_SECONDS,
+    default=5.0,
+    show_default=True,
+    help="Seconds without a new attempt that end a scenario.",
+)
+@click.option("--max-time", type=_SECONDS, default=None, help="Seconds the whole run may take.")
+@click.option(
+    "--jobs",
+    type=click.IntRange(min=1),
+    default=4,
+    show_default=True,
+    help="Scenarios run at once.",
+)
+@click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
+@click.option("--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity.")
+@click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
+@click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
+@click.option("--ndjson", "ndjson_path", default=None, metavar="FILE", help="Write NDJSON events.")
+@seed_option(draws="the run (recorded in the reports; check-sender draws nothing at random)")
+def check_sender_command(
+    secrets: tuple[str, ...],
+    scheme: str,
+    trigger: str | None,
+    listen: str,
+    public_url: str | None,
+    policy: str,
+    slack: float | None,
+    max_skew: float,
+    quiet_period: float,
+    max_time: float | None,
+    jobs: int,
+    select: tuple[str, ...],
+    deselect: tuple[str, ...],
+    json_path: str | None,
+    junit_path: str | None,
+    ndjson_path: str | None,
+    seed: int,
+) -> int:
+    """Judge a real webhook sender against the retry policy it declares."""
+    settings = SenderCheckSettings(
+        secrets=tuple(split_secrets(secrets)),
+        trigger=trigger,
+        scheme=scheme,
+        listen=listen,
+        public_url=public_url,
+        policy=policy,
+        slack=slack,
+        max_skew=max_skew,
+        quiet_period=quiet_period,
+        max_time=max_time,
+        jobs=jobs,
+        select=select,
+        deselect=deselect,
+        seed=seed,
+    )
+    return run_check_sender(
+        settings, json_path=json_path, junit_path=junit_path, ndjson_path=ndjson_path
+    )

@@ -1,0 +1,251 @@
+"""The checks of the ``sender.*`` scenarios: pure functions from the recorded attempts and the
+declared policy to what was observed wrong (an empty list is a pass).
+
+Time is judged from the outside, from attempt *arrivals*: a delay matches when it lies within
+slack of the declared one, after allowing for the time the previous attempt was held (a sender
+schedules from the scheduled time, so a held answer must neither push later attempts back nor be
+counted against them); full-jitter gaps stay within their ceiling plus that hold plus slack. A
+timestamp is fresh when the difference between two attempts' signed timestamps matches the
+difference between their arrivals (within slack and the one-second resolution of the timestamp),
+so a skewed sender clock is no failure but a reused timestamp is; and every timestamp is within
+the maximum skew of arrival.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+from conformance.sender_check.declared import Declared
+from conformance.sender_check.listener import Attempt
+from conformance.sender_check.script import Kind
+from sender_sim.classify import Action
+
+__all__ = ["X_CHECKS", "History", "timeline"]
+
+_RETRY_AFTER_TOLERANCE_S = 0.05
+_IN_FLIGHT_TOLERANCE_S = 0.01
+_TIMESTAMP_RESOLUTION_S = 1.0
+
+
+@dataclass(frozen=True)
+class History:
+    """What a scenario recorded, and what it is judged against."""
+
+    attempts: Sequence[Attempt]
+    declared: Declared
+    uses_timestamp: bool
+
+
+Check = Callable[[History], list[str]]
+
+
+def _signature(history: History) -> list[str]:
+    return [
+        f"attempt {a.number}'s signature does not verify: {a.verify_error}"
+        for a in history.attempts
+        if a.message is None
+    ]
+
+
+def _timestamp(history: History) -> list[str]:
+    stamped = [
+        (a, a.message.timestamp)
+        for a in history.attempts
+        if a.message is not None and a.message.timestamp is not None
+    ]
+    if not stamped:
+        return ["no attempt carried a verifiable signed timestamp"]
+    problems = []
+    first, first_ts = stamped[0]
+    for a, ts in stamped[1:]:
+        signed = ts - first_ts
+        arrived = a.arrived - first.arrived
+        allowed = history.declared.slack(arrived) + _TIMESTAMP_RESOLUTION_S
+        if abs(signed - arrived) > allowed:
+            problems.append(
+                f"attempt {a.number}'s timestamp is {signed:+d} s from attempt {first.number}'s, "
+                f"but it arrived {arrived:.2f} s later (a reused or stale timestamp)"
+            )
+    skew = history.declared.max_skew_s + _TIMESTAMP_RESOLUTION_S
+    for a, ts in stamped:
+        off = ts - a.arrived_wall
+        if abs(off) > skew:
+            problems.append(
+                f"attempt {a.number}'s timestamp is {off:+.1f} s from its arrival "
+                f"(more than --max-skew {history.declared.max_skew_s:g} s)"
+            )
+    return problems
+
+
+def _event_id(history: History) -> list[str]:
+    verified = [a for a in history.attempts if a.message is not None]
+    if not verified:
+        return ["no attempt verified, so no event id could be read"]
+    first = verified[0]
+    assert first.message is not None
+    return [
+        f"attempt {a.number} carried event id {a.message.event_id!r}, attempt {first.number} "
+        f"{first.message.event_id!r}"
+        for a in verified[1:]
+        if a.message is not None and a.message.event_id != first.message.event_id
+    ]
+
+
+def _body(history: History) -> list[str]:
+    first = history.attempts[0]
+    problems = []
+    for a in history.attempts[1:]:
+        if a.body != first.body:
+            at = next(
+                (i for i, (x, y) in enumerate(zip(a.body, first.body, strict=False)) if x != y),
+                min(len(a.body), len(first.body)),
+            )
+            problems.append(
+                f"attempt {a.number}'s body differs from attempt 1's ({len(a.body)} vs "
+                f"{len(first.body)} bytes, first difference at byte {at})"
+            )
+    return problems
+
+
+def _follows_policy(history: History) -> list[str]:
+    attempts, declared = history.attempts, history.declared
+    problems = []
+    for a in attempts:
+        verdict = declared.verdict(a.answer.outcome())
+        later = a.number < len(attempts)
+        said = a.answer.describe()
+        if verdict.action is Action.DELIVERED and later:
+            problems.append(f"attempt {a.number + 1} arrived after attempt {a.number} got {said}")
+        elif verdict.action is Action.DEAD_LETTER and later:
+            problems.append(
+                f"attempt {a.number + 1} arrived after attempt {a.number} got {said}, "
+                "which the declared policy stops on"
+            )
+        elif verdict.action is Action.RETRY and not later and a.number < declared.max_attempts:
+            problems.append(
+                f"no retry after attempt {a.number} got {said}, which the declared policy "
+                f"retries ({a.number} of {declared.max_attempts} attempts made)"
+            )
+    return problems
+
+
+def _max_attempts(history: History) -> list[str]:
+    limit = history.declared.max_attempts
+    if len(history.attempts) > limit:
+        return [f"{len(history.attempts)} attempts, more than max_attempts {limit}"]
+    return []
+
+
+def _delays(history: History) -> list[str]:
+    declared = history.declared
+    problems = []
+    carry = 0.0
+    for prev, cur in zip(history.attempts, history.attempts[1:], strict=False):
+        if (
+            prev.retry_after_s is not None
+            and declared.verdict(prev.answer.outcome()).honor_retry_after
+        ):
+            carry = 0.0  # judged by the Retry-After check, not the schedule
+            continue
+        low, high = declared.delay_bounds(prev.number)
+        slack = declared.slack(high)
+        gap = cur.arrived - prev.arrived
+        lowest, highest = low - slack - carry, high + prev.held_s + slack
+        if not lowest <= gap <= highest:
+            held = f", the {prev.held_s:.2f} s it was held included" if prev.held_s > 0.05 else ""
+            problems.append(
+                f"attempt {cur.number} arrived {gap:.2f} s after attempt {prev.number}; declared "
+                f"{declared.describe_delay(prev.number)} (allowed {max(0.0, lowest):.2f}–"
+                f"{highest:.2f} s{held})"
+            )
+        carry = min(max(0.0, gap - high), prev.held_s) if declared.fixed else 0.0
+    return problems
+
+
+def _retry_after(history: History) -> list[str]:
+    problems = []
+    for prev, cur in zip(history.attempts, history.attempts[1:], strict=False):
+        if prev.retry_after_s is None or prev.ended is None:
+            continue
+        waited = cur.arrived - prev.ended
+        if waited < prev.retry_after_s - _RETRY_AFTER_TOLERANCE_S:
+            problems.append(
+                f"attempt {cur.number} arrived {waited:.2f} s after the {prev.answer.status}, "
+                f"before its Retry-After of {prev.retry_after_s:.2f} s"
+            )
+    return problems
+
+
+def _timeout_bounded(history: History) -> list[str]:
+    declared = history.declared
+    bound = declared.timeout_s + declared.slack(declared.timeout_s)
+    problems = []
+    for a in history.attempts:
+        if a.answer.kind is not Kind.HOLD:
+            continue
+        if not a.hung_up:
+            problems.append(
+                f"the sender was still waiting on attempt {a.number} after {a.held_s:.2f} s "
+                f"(declared timeout {declared.timeout_s:g} s), so hookproof answered 503"
+            )
+        elif a.held_s > bound:
+            problems.append(
+                f"the sender waited {a.held_s:.2f} s on attempt {a.number}, more than its "
+                f"declared timeout {declared.timeout_s:g} s plus slack"
+            )
+    return problems
+
+
+def _one_in_flight(history: History) -> list[str]:
+    return [
+        f"attempt {cur.number} arrived while attempt {prev.number} was still in flight"
+        for prev, cur in zip(history.attempts, history.attempts[1:], strict=False)
+        if prev.ended is not None and cur.arrived < prev.ended - _IN_FLIGHT_TOLERANCE_S
+    ]
+
+
+X_CHECKS: Mapping[str, Check] = {
+    "signature": _signature,
+    "timestamp": _timestamp,
+    "event_id": _event_id,
+    "body": _body,
+    "follows_policy": _follows_policy,
+    "max_attempts": _max_attempts,
+    "delays": _delays,
+    "retry_after": _retry_after,
+    "timeout_bounded": _timeout_bounded,
+    "one_in_flight": _one_in_flight,
+}
+"""Every check a ``sender.*`` expectation may name."""
+
+
+def timeline(attempts: Sequence[Attempt]) -> str:
+    """The recorded attempts, one line each: the reproduction of a failure."""
+    if not attempts:
+        return "no attempt arrived"
+    start = attempts[0].arrived
+    lines = []
+    for a in attempts:
+        if a.message is None:
+            signed = f"signature invalid ({a.verify_error})"
+        else:
+            stamp = "" if a.message.timestamp is None else f", timestamp {a.message.timestamp}"
+            signed = f"signature valid, event {a.message.event_id}{stamp}"
+        digest = hashlib.sha256(a.body).hexdigest()[:12]
+        if a.answer.kind is Kind.HOLD:
+            end = (
+                f"held; the sender hung up after {a.held_s:.2f} s"
+                if a.hung_up
+                else f"held {a.held_s:.2f} s, then answered 503"
+            )
+        else:
+            end = f"answered {a.answer.describe()}"
+            if a.retry_after_s is not None:
+                end += f" ({a.retry_after_s:.2f} s)"
+        lines.append(
+            f"attempt {a.number} at +{a.arrived - start:.3f} s: {signed}, body {len(a.body)} "
+            f"bytes sha256:{digest}; {end}"
+        )
+    return "\n".join(lines)

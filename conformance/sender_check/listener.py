@@ -1,0 +1,255 @@
+"""The scripted listener: a small HTTP/1.1 server on a real socket, one session per scenario URL.
+
+Every request to ``/s/{run_id}/{scenario_id}`` is an *attempt*: its arrival (monotonic and wall
+time), headers, exact body bytes and the scheme's verdict on its signature are recorded, then it
+is answered from the session's script — a status (with ``Retry-After`` in seconds or as an HTTP
+date), a response held until the sender hangs up (or, bounded, answered 503), or a reset (RST).
+Each connection carries one attempt and is closed after it (``Connection: close``), so when an
+attempt *ended* (answered, reset, or the sender hung up) is known. Anything else is answered 404
+and recorded nowhere. The clocks are ``loop.time()`` for gaps and ``time.time()`` for comparing
+with signed timestamps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import secrets
+import socket
+import struct
+import time
+from dataclasses import dataclass, field
+from email.utils import formatdate
+from http import HTTPStatus
+
+from conformance.sender_check.script import Answer, Kind
+from receiver.exceptions import VerificationError
+from receiver.signing import VerifiedMessage, Verifier
+
+__all__ = ["Attempt", "Listener", "Session"]
+
+_MAX_HEAD = 64 * 1024
+_MAX_BODY = 8 * 1024 * 1024
+_READ_TIMEOUT_S = 30.0
+
+
+@dataclass
+class Attempt:
+    """One request of the sender, as received and as answered."""
+
+    number: int
+    arrived: float
+    arrived_wall: float
+    headers: dict[str, str]
+    body: bytes
+    answer: Answer
+    message: VerifiedMessage | None = None
+    verify_error: str = ""
+    retry_after_s: float | None = None
+    """The delay the announced ``Retry-After`` asked for, from when the answer was sent."""
+    ended: float | None = None
+    hung_up: bool = False
+    """The sender closed the connection before any answer (a held attempt it gave up on)."""
+
+    @property
+    def held_s(self) -> float:
+        """How long the attempt stayed open after it arrived (0 while unknown)."""
+        return 0.0 if self.ended is None else max(0.0, self.ended - self.arrived)
+
+
+@dataclass
+class Session:
+    """One scenario's URL: its script, its attempts, and an event set at every change."""
+
+    scenario_id: str
+    script: tuple[Answer, ...]
+    verifier: Verifier
+    hold_s: float
+    retry_after_s: int
+    attempts: list[Attempt] = field(default_factory=list)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def next_answer(self) -> Answer:
+        return self.script[min(len(self.attempts), len(self.script) - 1)]
+
+    @property
+    def in_flight(self) -> bool:
+        return any(a.ended is None for a in self.attempts)
+
+
+class Listener:
+    """Serves every open session on ``host:port`` until :meth:`close`."""
+
+    def __init__(self, public_url: str | None = None) -> None:
+        self.run_id = secrets.token_hex(4)
+        self._public_url = public_url.rstrip("/") if public_url else None
+        self._sessions: dict[str, Session] = {}
+        self._server: asyncio.Server | None = None
+        self._bound = ""
+
+    async def start(self, host: str, port: int) -> None:
+        self._server = await asyncio.start_server(self._serve, host, port, limit=_MAX_HEAD)
+        address = self._server.sockets[0].getsockname()
+        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
+        self._bound = f"http://{shown}:{address[1]}"
+
+    @property
+    def base_url(self) -> str:
+        return self._public_url or self._bound
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)
+
+    def path_of(self, scenario_id: str) -> str:
+        return f"/s/{self.run_id}/{scenario_id}"
+
+    def open(self, session: Session) -> str:
+        """Start answering ``session``'s URL; returns it."""
+        self._sessions[self.path_of(session.scenario_id)] = session
+        return self.base_url + self.path_of(session.scenario_id)
+
+    def forget(self, session: Session) -> None:
+        self._sessions.pop(self.path_of(session.scenario_id), None)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(_read_request(reader), _READ_TIMEOUT_S)
+            if request is None:
+                return
+            path, headers, body = request
+            session = self._sessions.get(path.split("?", 1)[0])
+            if session is None:
+                await _respond(writer, 404)
+                return
+            await self._attempt(session, headers, body, reader, writer)
+        except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, ValueError):
+            return
+        finally:
+            with contextlib.suppress(Exception):
+                writer.close()
+
+    async def _attempt(
+        self,
+        session: Session,
+        headers: dict[str, str],
+        body: bytes,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        loop = asyncio.get_running_loop()
+        answer = session.next_answer()
+        attempt = Attempt(
+            len(session.attempts) + 1, loop.time(), time.time(), headers, body, answer
+        )
+        try:
+            attempt.message = session.verifier.verify(body, headers, now=attempt.arrived_wall)
+        except VerificationError as error:
+            attempt.verify_error = str(error) or error.__class__.__name__
+        session.attempts.append(attempt)
+        session.changed.set()
+        try:
+            if answer.kind is Kind.RESET:
+                _reset(writer)
+            elif answer.kind is Kind.HOLD:
+                attempt.hung_up = await _hung_up_within(reader, session.hold_s)
+                if not attempt.hung_up:
+                    await _respond(writer, 503)
+            else:
+                extra = {}
+                if answer.retry_after == "seconds":
+                    extra["Retry-After"] = str(session.retry_after_s)
+                    attempt.retry_after_s = float(session.retry_after_s)
+                elif answer.retry_after == "date":
+                    at = int(time.time()) + session.retry_after_s + 1
+                    extra["Retry-After"] = formatdate(at, usegmt=True)
+                    attempt.retry_after_s = at - time.time()
+                await _respond(writer, answer.status, extra)
+        finally:
+            attempt.ended = loop.time()
+            session.changed.set()
+
+
+async def _read_request(
+    reader: asyncio.StreamReader,
+) -> tuple[str, dict[str, str], bytes] | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None
+    lines = head.decode("latin-1").split("\r\n")
+    parts = lines[0].split(" ")
+    if len(parts) != 3:
+        raise ValueError("bad request line")
+    headers: dict[str, str] = {}
+    for line in lines[1:]:
+        if not line:
+            continue
+        name, _, value = line.partition(":")
+        key = name.strip().lower()
+        value = value.strip()
+        headers[key] = f"{headers[key]}, {value}" if key in headers else value
+    if "chunked" in headers.get("transfer-encoding", "").lower():
+        body = await _read_chunked(reader)
+    else:
+        length = int(headers.get("content-length", "0") or "0")
+        if not 0 <= length <= _MAX_BODY:
+            raise ValueError("body too large")
+        body = await reader.readexactly(length)
+    return parts[1], headers, body
+
+
+async def _read_chunked(reader: asyncio.StreamReader) -> bytes:
+    chunks = bytearray()
+    while True:
+        size = int((await reader.readuntil(b"\r\n")).split(b";")[0].strip(), 16)
+        if size == 0:
+            while (await reader.readuntil(b"\r\n")) != b"\r\n":
+                pass
+            return bytes(chunks)
+        chunks += await reader.readexactly(size)
+        await reader.readexactly(2)
+        if len(chunks) > _MAX_BODY:
+            raise ValueError("body too large")
+
+
+async def _respond(
+    writer: asyncio.StreamWriter, status: int, extra: dict[str, str] | None = None
+) -> None:
+    try:
+        reason = HTTPStatus(status).phrase
+    except ValueError:
+        reason = "Status"
+    body = b"" if status in (204, 304) or status < 200 else reason.encode()
+    lines = [f"HTTP/1.1 {status} {reason}", "Connection: close"]
+    if body or status not in (204, 304):
+        lines.append(f"Content-Length: {len(body)}")
+    lines += [f"{name}: {value}" for name, value in (extra or {}).items()]
+    writer.write(("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + body)
+    await writer.drain()
+
+
+async def _hung_up_within(reader: asyncio.StreamReader, seconds: float) -> bool:
+    """Whether the peer closes the connection within ``seconds`` (stray bytes are ignored)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while (left := deadline - loop.time()) > 0:
+        try:
+            data = await asyncio.wait_for(reader.read(4096), left)
+        except TimeoutError:
+            return False
+        except ConnectionError:
+            return True
+        if not data:
+            return True
+    return False
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """Close with RST: linger on, timeout zero, then abort."""
+    sock = writer.get_extra_info("socket")
+    if sock is not None:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()

@@ -1,0 +1,153 @@
+"""A small webhook sender of its own (standard library only, nothing of hookproof), seeded bugs.
+
+Run as a ``check-sender`` trigger: it sends one event to ``$HOOKPROOF_TARGET_URL``, signed the
+Standard Webhooks way with ``$HOOKPROOF_SECRET``, and retries it on a fixed schedule with the
+strict classification (2xx delivered; 429, 5xx, timeouts and connection errors retried, honouring
+``Retry-After`` on 429; everything else stops). ``$BROKEN_SENDER_BUGS`` is a JSON object mapping a
+scenario id (``$HOOKPROOF_SCENARIO``) to the one bug to commit in it; without an entry it behaves.
+
+    python broken_sender.py --delays 0,1,1.5 --max-attempts 3 --timeout 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import email.utils
+import hashlib
+import hmac
+import http.client
+import json
+import os
+import threading
+import time
+import urllib.parse
+import uuid
+
+BUGS = {
+    "reused-timestamp",
+    "new-id-per-retry",
+    "reserialised-body",
+    "wrong-signature-on-retries",
+    "no-retry-503",
+    "no-retry-reset",
+    "retry-after-410",
+    "retry-after-2xx",
+    "ignore-retry-after",
+    "too-many-attempts",
+    "no-timeout",
+    "fast-retries",
+    "overlapping-retries",
+}
+
+
+def sign(key: bytes, event_id: str, timestamp: int, body: bytes) -> str:
+    mac = hmac.new(key, f"{event_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
+    return "v1," + base64.b64encode(mac).decode()
+
+
+def post(url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> tuple:
+    """``("status", code, retry_after)`` or ``("timeout"|"connection", None, None)``."""
+    parts = urllib.parse.urlsplit(url)
+    conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
+    try:
+        conn.request("POST", parts.path, body=body, headers=headers)
+        response = conn.getresponse()
+        response.read()
+        return "status", response.status, response.getheader("Retry-After")
+    except TimeoutError:
+        return "timeout", None, None
+    except (ConnectionError, http.client.HTTPException, OSError):
+        return "connection", None, None
+    finally:
+        conn.close()
+
+
+def fire(
+    url: str, body: bytes, headers: dict[str, str], timeout: float | None, done: threading.Event
+) -> None:
+    if post(url, body, headers, timeout)[1] == 200:
+        done.set()
+
+
+def retry_after_s(value: str | None) -> float | None:
+    if value is None:
+        return None
+    if value.isdigit():
+        return float(value)
+    return email.utils.parsedate_to_datetime(value).timestamp() - time.time()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--delays", default="0,1,1.5")
+    parser.add_argument("--max-attempts", type=int, default=3)
+    parser.add_argument("--timeout", type=float, default=1.0)
+    args = parser.parse_args()
+    bug = json.loads(os.environ.get("BROKEN_SENDER_BUGS", "{}")).get(
+        os.environ["HOOKPROOF_SCENARIO"], ""
+    )
+    assert not bug or bug in BUGS, bug
+    url = os.environ["HOOKPROOF_TARGET_URL"]
+    secret = os.environ["HOOKPROOF_SECRET"].split()[0]
+    key = base64.b64decode(secret.removeprefix("whsec_"))
+    delays = [float(d) for d in args.delays.split(",")]
+    limit = args.max_attempts + (2 if bug == "too-many-attempts" else 0)
+    timeout = None if bug in ("no-timeout", "overlapping-retries") else args.timeout
+    event = {"type": "broken.test", "data": {"n": 1, "note": "héllo"}}
+    body = json.dumps(event, separators=(",", ":")).encode()
+    event_id = f"evt_{uuid.uuid4().hex}"
+    first_ts = int(time.time())
+    delivered = threading.Event()
+    scheduled = time.monotonic() + delays[0]
+    for attempt in range(1, limit + 1):
+        time.sleep(max(0.0, scheduled - time.monotonic()))
+        if delivered.is_set():
+            return
+        retry = attempt > 1
+        sent_id = f"evt_{uuid.uuid4().hex}" if retry and bug == "new-id-per-retry" else event_id
+        sent = (
+            json.dumps(event, indent=1).encode() if retry and bug == "reserialised-body" else body
+        )
+        ts = first_ts if bug == "reused-timestamp" else int(time.time())
+        used_key = b"wrong" + key if retry and bug == "wrong-signature-on-retries" else key
+        headers = {
+            "content-type": "application/json",
+            "webhook-id": sent_id,
+            "webhook-timestamp": str(ts),
+            "webhook-signature": sign(used_key, sent_id, ts, sent),
+        }
+        delay = delays[min(attempt, len(delays) - 1)]
+        if bug == "fast-retries":
+            delay = 0.1
+        if bug == "overlapping-retries":  # fire and move on: never waits for the answer
+            threading.Thread(
+                target=fire, args=(url, sent, headers, timeout, delivered), daemon=True
+            ).start()
+            scheduled += delay
+            continue
+        kind, status, retry_after = post(url, sent, headers, timeout)
+        if kind == "status" and 200 <= status < 300:
+            if bug != "retry-after-2xx" or attempt > 1:
+                return
+        elif kind == "status" and status == 410:
+            if bug != "retry-after-410":
+                return
+        elif (
+            (kind == "status" and status == 503 and bug == "no-retry-503")
+            or (kind == "connection" and bug == "no-retry-reset")
+            or (kind == "status" and status != 429 and not 500 <= status < 600)
+        ):
+            return
+        wait = retry_after_s(retry_after) if status == 429 else None
+        if wait is not None and bug != "ignore-retry-after":
+            scheduled = time.monotonic() + wait
+        else:
+            scheduled += delay
+    for _ in range(50):  # overlapping attempts still in flight
+        if delivered.wait(0.1):
+            return
+
+
+if __name__ == "__main__":
+    main()

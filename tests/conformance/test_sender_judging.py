@@ -1,0 +1,85 @@
+"""The sender checks as pure functions over recorded attempts: held answers compensated, jitter
+ceilings, timestamps judged by differences (a skewed clock passes, a reused timestamp fails), the
+maximum skew, Retry-After, in-flight overlap, the slack's default."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from conformance.sender_check.declared import Declared
+from conformance.sender_check.judging import X_CHECKS, History
+from conformance.sender_check.listener import Attempt
+from conformance.sender_check.script import Answer, Kind
+from receiver.signing import VerifiedMessage
+from sender_sim.policy import FixedSchedule, FullJitter, Policy
+
+S503 = Answer(Kind.STATUS, 503)
+HOLD = Answer(Kind.HOLD)
+TWO_S = FixedSchedule((timedelta(0), timedelta(seconds=2)))
+FIXED = Declared(Policy(backoff=TWO_S, timeout=timedelta(seconds=1)))
+JITTER = Declared(Policy(backoff=FullJitter(timedelta(seconds=1), timedelta(seconds=4))))
+WALL = 1_800_000_000.0
+
+
+def _attempt(
+    n: int, at: float, *, answer: Answer = S503, held: float = 0.0, ts: float | None = None,
+    event_id: str = "evt_1",
+) -> Attempt:  # fmt: skip
+    stamp = int(WALL + at if ts is None else ts)
+    message = VerifiedMessage(event_id, b"{}", "standard", stamp)
+    attempt = Attempt(n, at, WALL + at, {}, b"{}", answer, message)
+    attempt.ended = at + held
+    attempt.hung_up = answer.kind is Kind.HOLD
+    return attempt
+
+
+def _check(name: str, declared: Declared, *attempts: Attempt) -> list[str]:
+    return X_CHECKS[name](History(attempts, declared, True))
+
+
+def test_fixed_delays_within_slack_and_a_held_answer_compensated() -> None:
+    assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 2.4)) == []
+    assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 2.6))  # slack is 0.5 s
+    assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 1.4))
+    # held 1 s: a sender scheduling from the end of the attempt (3 s) is allowed too
+    held = _attempt(1, 0, answer=HOLD, held=1.0)
+    assert _check("delays", FIXED, held, _attempt(2, 3.0)) == []
+
+
+def test_full_jitter_gaps_stay_under_their_ceiling_plus_slack() -> None:
+    assert _check("delays", JITTER, _attempt(1, 0), _attempt(2, 1.4), _attempt(3, 3.9)) == []
+    problems = _check("delays", JITTER, _attempt(1, 0), _attempt(2, 1.6))
+    assert problems == [
+        "attempt 2 arrived 1.60 s after attempt 1; declared full jitter in [0, 1] s "
+        "(allowed 0.00–1.50 s)"
+    ]
+
+
+def test_timestamps_by_differences_and_within_the_maximum_skew() -> None:
+    skewed = [_attempt(1, 0, ts=WALL - 20), _attempt(2, 3, ts=WALL - 17)]
+    assert _check("timestamp", FIXED, *skewed) == []  # a clock 20 s behind is no failure
+    reused = [_attempt(1, 0), _attempt(2, 3, ts=WALL)]
+    assert "reused or stale" in _check("timestamp", FIXED, *reused)[0]
+    far = [_attempt(1, 0, ts=WALL - 45)]
+    assert "more than --max-skew 30 s" in _check("timestamp", FIXED, *far)[0]
+
+
+def test_event_id_retry_after_and_in_flight() -> None:
+    assert _check("event_id", FIXED, _attempt(1, 0), _attempt(2, 2, event_id="evt_2"))
+    limited = _attempt(1, 0, answer=Answer(Kind.STATUS, 429, "seconds"))
+    limited.retry_after_s = 3.0
+    assert _check("retry_after", FIXED, limited, _attempt(2, 3.0)) == []
+    assert _check("retry_after", FIXED, limited, _attempt(2, 2.5))
+    open_one = _attempt(1, 0, answer=HOLD, held=2.0)
+    assert _check("one_in_flight", FIXED, open_one, _attempt(2, 1.0))
+    assert _check("one_in_flight", FIXED, open_one, _attempt(2, 2.0)) == []
+
+
+def test_follows_policy_and_the_slack_default() -> None:
+    assert _check("follows_policy", FIXED, _attempt(1, 0)) == [
+        "no retry after attempt 1 got 503, which the declared policy retries (1 of 8 attempts made)"
+    ]
+    gone = _attempt(1, 0, answer=Answer(Kind.STATUS, 410))
+    assert "stops on" in _check("follows_policy", FIXED, gone, _attempt(2, 2))[0]
+    assert (FIXED.slack(1), FIXED.slack(60)) == (0.5, 6.0)
+    assert Declared(FIXED.policy, slack_s=0.2).slack(60) == 0.2
