@@ -29,7 +29,7 @@ def describe_result(result: ScenarioResult, *, verbose: bool = True) -> str:
         lines.append("  observed by status codes only (no probe)")
     for failure in result.failures:
         grade = (failure.severity or scenario.severity).value
-        lines.append(f"  expected ({grade}): {failure.expected}")
+        lines.append(f"  expected: [{grade}] {failure.expected}")
         lines.append(f"  observed: {failure.observed}")
         commands = [line for line in failure.reproduce.splitlines() if line.strip()]
         if commands:
