@@ -24,6 +24,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "explain": ("sender_sim.commands.explain", "explain_command"),
     "sandbox": ("sender_sim.sandbox.cli", "sandbox_command"),
     "check": ("conformance.commands.check", "check_command"),
+    "replay": ("conformance.commands.replay", "replay_command"),
     "scenarios": ("conformance.commands.scenarios", "scenarios_command"),
     "demo": ("conformance.commands.demo", "demo_command"),
 }
