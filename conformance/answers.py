@@ -79,9 +79,9 @@ def refusal_of(scenario: Scenario, expectation: Expectation) -> str | None:
     if explicit is not None:
         return str(explicit)
     label = expectation.args.get("label")
-    classes = {
-        _by_mutation(s.args) for s in scenario.steps if s.args.get("label") == label
-    } - {None}
+    classes = {_by_mutation(s.args) for s in scenario.steps if s.args.get("label") == label} - {
+        None
+    }
     return classes.pop() if len(classes) == 1 else None
 
 

@@ -28,8 +28,7 @@ CAUSES: Mapping[str, str] = {
     "skipping unknown versions",
     "raw-bytes": "verify the exact bytes received, never re-serialized JSON",
     "tolerance": "accept timestamps within the whole tolerance, in both directions",
-    "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe "
-    "lookup",
+    "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
     "dedupe": "deduplicate on the event id (webhook-id) in a durable inbox, not on the body, "
     "and answer a committed duplicate 2xx",
     "in-flight": "claim the event id atomically; answer a copy that arrives mid-processing 503 "
