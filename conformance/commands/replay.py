@@ -59,14 +59,17 @@ def read_report(path: str) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         raise UsageError(f"cannot read the report {path!r}: {error.__class__.__name__}") from None
     except json.JSONDecodeError:
-        raise UsageError(f"{path!r} is not JSON: replay reads a 'hookproof check --json' report")
+        raise UsageError(
+            f"{path!r} is not JSON: replay reads a 'hookproof check --json' report"
+        ) from None
     shaped = isinstance(document, dict) and {"target", "scheme", "scenarios"} <= set(document)
     if not shaped or not isinstance(document["scenarios"], list):
         raise UsageError(f"{path!r} is not a 'hookproof check --json' report")
     target = document["target"]
     if not isinstance(target, str) or not target.startswith(("http://", "https://")):
         raise UsageError(f"the report's target {target!r} is not an endpoint URL")
-    return document
+    report: dict[str, Any] = document
+    return report
 
 
 def _report_options(options: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,4 +1,5 @@
-"""Reporters: each consumes the engine's events and writes one format (console, JSON, JUnit, NDJSON).
+"""Reporters: each consumes the engine's events and writes one format (console, JSON, JUnit,
+NDJSON).
 
 A reporter is anything with ``handle(event)``; none runs or judges a scenario.
 """

@@ -16,6 +16,7 @@ from typing import TextIO
 from rich.status import Status
 from rich.text import Text
 
+from conformance.causes import group_by_cause
 from conformance.events import (
     Event,
     RunFinished,
@@ -24,7 +25,6 @@ from conformance.events import (
     ScenarioFinished,
     ScenarioStarted,
 )
-from conformance.causes import group_by_cause
 from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from receiver.commands.console import make_console, print_table

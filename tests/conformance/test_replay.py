@@ -68,7 +68,8 @@ def test_replay_says_still_failing_then_fixed_with_the_right_exit_codes(
     document = json.loads(report.read_text())
     assert document["seed"] == 11
     assert document["options"]["probe"] == f"{base}/_hookproof/events"
-    assert PROBE_TOKEN not in report.read_text() and SECRET not in report.read_text()
+    assert PROBE_TOKEN not in report.read_text()
+    assert SECRET not in report.read_text()
     capsys.readouterr()
 
     # the secret and the token come from the environment, as for `check`
@@ -83,7 +84,8 @@ def test_replay_says_still_failing_then_fixed_with_the_right_exit_codes(
     app.app = plain_receiver(SECRET)
     assert main(["replay", str(report)]) == 0
     out = capsys.readouterr().out
-    assert "FIXED" in out and "idempotency.sequential-duplicate" in out
+    assert "FIXED" in out
+    assert "idempotency.sequential-duplicate" in out
     assert "STILL FAILING" not in out
     assert "1 of 1 scenario fixed" in out
 
@@ -123,7 +125,8 @@ def test_replay_of_something_that_is_not_a_report_is_one_usage_error(
     report.write_text(content)
     assert main(["replay", str(report)]) == 2
     err = capsys.readouterr().err
-    assert said in err and len(err.strip().splitlines()) == 1
+    assert said in err
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_replay_of_a_probed_report_asks_for_the_probe_token(
