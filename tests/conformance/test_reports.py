@@ -13,6 +13,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
@@ -41,7 +42,7 @@ BODIES = [
 
 
 class _Capture(BaseHTTPRequestHandler):
-    bodies: list[tuple[bytes, str]] = []
+    bodies: ClassVar[list[tuple[bytes, str]]] = []
 
     def do_POST(self) -> None:
         length = int(self.headers["content-length"])
