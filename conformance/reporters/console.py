@@ -94,6 +94,8 @@ class ConsoleReporter:
             result = event.result
             width = len(str(event.total))
             extra = f"  — {result.message}" if result.message else ""
+            if result.outcome is Outcome.FAILED and not result.breaks_must:
+                extra += "  [should: not fatal]"
             self._echo(
                 Text.assemble(
                     f"[{event.index:>{width}}/{event.total}] ",

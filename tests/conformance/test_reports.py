@@ -260,3 +260,28 @@ def test_a_secret_without_whsec_is_one_warning_before_the_run(
     assert code == 2  # nothing listens there
     assert err.count("warning:") == 1
     assert err.index("warning:") < err.index("error:")
+
+
+def test_no_title_or_help_names_a_source_document_instead_of_what_it_checks() -> None:
+    import re
+
+    import click
+
+    from conformance.cli import COMMANDS, cli
+
+    source = re.compile(r"\bseed \d{3}\b", re.IGNORECASE)
+    texts = [
+        text
+        for scenario in CATALOGUE
+        for text in (
+            scenario.title,
+            scenario.guarantee,
+            *(e.says for e in scenario.expectations),
+        )
+    ]
+    context = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(context, name)
+        assert command is not None
+        texts.append(command.get_help(click.Context(command, info_name=name)))
+    assert [t for t in texts if source.search(t)] == []
