@@ -51,7 +51,8 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
     fake = tmp_path / "bin" / "hookproof"
     fake.parent.mkdir()
     fake.write_text(
-        '#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGS_FILE"\necho "$HOOKPROOF_SECRET" > "$SECRET_FILE"\nexit 1\n'
+        '#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGS_FILE"\n'
+        'echo "$HOOKPROOF_SECRET" > "$SECRET_FILE"\nexit 1\n'
     )
     fake.chmod(0o755)
     output = tmp_path / "github-output"
