@@ -7,8 +7,9 @@ of ``--hookproof-app module:attr`` (the partner's ASGI app, in process through
 command line or the config file (``hookproof.toml`` / ``[tool.hookproof]``; ``${ENV}`` allowed),
 flags winning. The app is imported the way ``uvicorn`` imports one: with the rootdir on
 ``sys.path``; an app that cannot be imported is one usage error, not one failure per scenario.
-Each scenario becomes one test item (``hookproof::<scenario id>``); a failure carries the same text as ``hookproof check``: the guarantee, what was expected, what came back and
-the ``curl`` reproduction.
+Each scenario becomes one test item (``hookproof::<scenario id>``); a failure carries the same
+text as ``hookproof check``: the guarantee, what was expected, what came back and the ``curl``
+reproduction.
 """
 
 from __future__ import annotations
