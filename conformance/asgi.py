@@ -28,6 +28,10 @@ def import_app(spec: str) -> Any:
         module = importlib.import_module(module_name)
     except ImportError as error:
         raise UsageError(f"cannot import {module_name!r}: {error}") from None
+    except Exception as error:  # the partner's module raised while importing: still one line
+        raise UsageError(
+            f"importing {module_name!r} raised {error.__class__.__name__}: {error}"
+        ) from None
     try:
         app = getattr(module, attribute)
     except AttributeError:

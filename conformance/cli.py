@@ -25,6 +25,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sandbox": ("sender_sim.sandbox.cli", "sandbox_command"),
     "check": ("conformance.commands.check", "check_command"),
     "check-sender": ("conformance.commands.check_sender", "check_sender_command"),
+    "replay": ("conformance.commands.replay", "replay_command"),
     "scenarios": ("conformance.commands.scenarios", "scenarios_command"),
     "demo": ("conformance.commands.demo", "demo_command"),
 }

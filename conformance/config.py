@@ -17,6 +17,7 @@ from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
+from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]
@@ -47,8 +48,14 @@ class CheckSettings:
     margin: int = 10
     samples: int = 20
     show_secrets: bool = False
+    answers: Answers = ()
+    """The refusal codes the platform's sender relies on (``[answers]`` or a preset name)."""
     json: str | None = None
     junit: str | None = None
+    ndjson: str | None = None
+    """Write the engine's events there, one JSON object per line."""
+    verbose: bool = False
+    """Every reproduction of a failure, not only the first."""
     app: str | None = None
     """``module:attribute`` of an ASGI app (the pytest plugin checks it in process)."""
     path: str | None = None
@@ -64,6 +71,36 @@ class CheckSettings:
         """These settings with every override that is not ``None`` (or an empty tuple) applied."""
         given = {k: v for k, v in overrides.items() if v is not None and v != ()}
         return replace(self, **given)
+
+    def warnings(self) -> list[str]:
+        """What looks wrong but may be meant: one sentence each, said once before the run."""
+        said: list[str] = []
+        if self.scheme == "standard":
+            odd = [i for i, s in enumerate(self.secrets, start=1) if not s.startswith("whsec_")]
+            if odd:
+                which = "secret " + ", ".join(f"#{i}" for i in odd)
+                said.append(
+                    f"{which} does not start with 'whsec_': under the standard scheme the key is "
+                    "the base64 after 'whsec_', so a receiver keyed with the string itself will "
+                    "refuse every signed delivery (pass the whsec_ secret, or --scheme stripe or "
+                    "github if the platform signs with the raw string)"
+                )
+        return said
+
+    def report_options(self) -> dict[str, Any]:
+        """The run's options as a report records them (no secret, no token, no output path)."""
+        hidden = {"url", "secrets", "probe_token", "json", "junit", "ndjson", "app", "path"}
+        shown: dict[str, Any] = {}
+        for f in fields(self):
+            if f.name in hidden:
+                continue
+            value = getattr(self, f.name)
+            if f.name == "answers":
+                value = {refusal: list(codes) for refusal, codes in value}
+            elif isinstance(value, tuple):
+                value = list(value)
+            shown[f.name] = value
+        return shown
 
     def validate(self) -> CheckSettings:
         if not self.url:
@@ -105,6 +142,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "event_template": str,
     "json": str,
     "junit": str,
+    "ndjson": str,
     "timeout": (int, float),
     "rate_limit": (int, float),
     "wait_for_endpoint": (int, float),
@@ -178,14 +216,14 @@ def load_config(
         data = tool.get("hookproof", {}) if isinstance(tool, dict) else {}
         if not isinstance(data, dict):
             raise ConfigError(f"[tool.hookproof] in {str(path)!r} must be a table")
-    table = {k: v for k, v in data.items() if not isinstance(v, dict)}
+    table = {k: v for k, v in data.items() if not isinstance(v, dict) or k == "answers"}
     if isinstance(data.get("check"), dict):
         table.update(data["check"])
     return _convert(table, path, os.environ if environ is None else environ)
 
 
 def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
-    known = set(_TYPES) | _LISTS | {"show_secrets"}
+    known = set(_TYPES) | _LISTS | {"show_secrets", "answers"}
     values: dict[str, Any] = {}
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
@@ -199,6 +237,8 @@ def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -
                 raise ConfigError(f"config key {raw_key!r} must be a string or a list of strings")
             converted = tuple(substitute_env(i, raw_key, environ) for i in items)
             values["secrets" if key in ("secret", "secrets") else key] = converted
+        elif key == "answers":
+            values[key] = resolve_answers(value, f"'answers' in {str(path)!r}")
         elif key == "show_secrets":
             if not isinstance(value, bool):
                 raise ConfigError("config key 'show_secrets' must be true or false")

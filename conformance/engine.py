@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import AsyncIterator, Sequence
-from typing import Protocol
+from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any, Protocol
 
 from conformance.events import (
     Event,
@@ -55,12 +55,14 @@ async def execute(
     probe: bool,
     seed: int,
     max_time: float | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> AsyncIterator[Event]:
-    """Run ``scenarios`` in order and yield the run's events as they happen."""
+    """Run ``scenarios`` in order and yield the run's events as they happen (``options``: what
+    the run was told, for the reports; never a secret)."""
     started = time.perf_counter()
     deadline = None if max_time is None else time.monotonic() + max_time
     total = len(scenarios)
-    yield RunStarted(target, scheme, tuple(scenarios), probe, seed)
+    yield RunStarted(target, scheme, tuple(scenarios), probe, seed, dict(options or {}))
     results: list[ScenarioResult] = []
     interrupted = ""
     pending: BaseException | None = None

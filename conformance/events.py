@@ -9,7 +9,9 @@ plugin only consume them (they never run a scenario or judge one). Every run end
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
 
 from conformance.model import Scenario
 from conformance.results import ScenarioResult, Summary
@@ -32,6 +34,8 @@ class RunStarted:
     scenarios: tuple[Scenario, ...]
     probe: bool
     seed: int
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """What the run was told (timeouts, selection, answers …; never a secret)."""
 
 
 @dataclass(frozen=True)

@@ -5,15 +5,18 @@ of ``--hookproof-app module:attr`` (the partner's ASGI app, in process through
 ``httpx.ASGITransport``: no server), ``--hookproof-url URL`` (a running endpoint) or
 ``--hookproof`` (take both from the config file) is given. Every other setting comes from the
 command line or the config file (``hookproof.toml`` / ``[tool.hookproof]``; ``${ENV}`` allowed),
-flags winning. Each scenario becomes one test item (``hookproof::<scenario id>``); a failure
-carries the same text as ``hookproof check``: the guarantee, what was expected, what came back and
-the ``curl`` reproduction.
+flags winning. The app is imported the way ``uvicorn`` imports one: with the rootdir on
+``sys.path``; an app that cannot be imported is one usage error, not one failure per scenario.
+Each scenario becomes one test item (``hookproof::<scenario id>``); a failure carries the same
+text as ``hookproof check``: the guarantee, what was expected, what came back and the ``curl``
+reproduction.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -91,6 +94,16 @@ class _Session:
         self.stack: contextlib.AsyncExitStack | None = None
         self.harness: Any = None
         self.failure: str | None = None
+        self.app: Any = None
+
+    def import_app(self, spec: str) -> Any:
+        """The partner's app, imported with the rootdir on ``sys.path`` (as ``uvicorn`` does)."""
+        from conformance.asgi import import_app
+
+        root = str(self.config.rootpath)
+        if root not in sys.path:
+            sys.path.insert(0, root)
+        return import_app(spec)
 
     def settings(self) -> Any:
         from conformance.config import CheckSettings, load_config
@@ -132,7 +145,10 @@ class _Session:
         from conformance.session import plan
 
         try:
-            scenarios = plan(self.settings())
+            settings = self.settings()
+            scenarios = plan(settings)
+            if settings.app and not self.config.getoption("hookproof_url"):
+                self.app = self.import_app(settings.app)
         except ConformanceError as error:
             raise pytest.UsageError(f"hookproof: {error}") from None
         collector = HookproofCollector.from_parent(session, name="hookproof")
@@ -159,7 +175,7 @@ class _Session:
         return self.loop.run_until_complete(self.harness.run(scenario))
 
     async def _open(self) -> Any:
-        from conformance.asgi import app_client, import_app
+        from conformance.asgi import app_client
         from conformance.model import Harness
         from conformance.session import open_http_harness, wire_options
 
@@ -167,7 +183,7 @@ class _Session:
         self.stack = contextlib.AsyncExitStack()
         client = None
         if settings.app and not self.config.getoption("hookproof_url"):
-            app = import_app(settings.app)
+            app = self.app if self.app is not None else self.import_app(settings.app)
             client = await self.stack.enter_async_context(app_client(app, _BASE))
         seed = settings.seed if settings.seed is not None else 0
         options = wire_options(settings, seed=seed)

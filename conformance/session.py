@@ -69,6 +69,7 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
         payloads=payloads,
         show_secrets=settings.show_secrets,
         rate_limit=settings.rate_limit,
+        answers=settings.answers,
         **extra,
     )
 
@@ -112,6 +113,7 @@ async def run_check(
                 probe=options.probe is not None,
                 seed=seed,
                 max_time=settings.max_time,
+                options=settings.report_options() | {"seed": seed},
             ),
             reporters,
         )
@@ -170,6 +172,7 @@ async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]
             probe=False,
             seed=seed,
             max_time=settings.max_time,
+            options=settings.report_options() | {"seed": seed},
         ),
         reporters,
     )

@@ -2,7 +2,8 @@
 
 The command turns its flags into :class:`~conformance.config.CheckSettings` (flags override the
 config file), runs the engine through :func:`~conformance.session.run_check` and returns the exit
-status: 0 every selected scenario passed, 1 at least one failed (or errored), 2 a usage error or
+status: 0 no ``must`` failed and nothing errored (``should`` failures are reported, not fatal), 1
+a ``must`` failed or a scenario errored, 2 a usage error or
 an endpoint that never answered (raised as a :class:`ConformanceError`, printed by the root CLI
 as one line).
 """
@@ -15,24 +16,46 @@ from typing import Any
 
 import click
 
+from conformance.answers import PRESETS, resolve_answers
 from conformance.config import CheckSettings, load_config
 from conformance.exceptions import UsageError
-from conformance.reporters import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
+from conformance.reporters import (
+    ConsoleReporter,
+    JsonReporter,
+    JUnitReporter,
+    NdjsonReporter,
+    Reporter,
+)
 from conformance.results import Summary
 from conformance.session import run_check
-from receiver.commands.options import scheme_option, secret_option, seed_option, timeout_option
+from receiver.commands.options import (
+    max_time_option,
+    probe_token_option,
+    scheme_option,
+    secret_option,
+    seed_option,
+    timeout_option,
+    verbose_option,
+)
 
-__all__ = ["check_command", "exit_status", "run_settings"]
+__all__ = ["check_command", "exit_status", "file_reporters", "run_settings", "warn"]
 
 
 def exit_status(summary: Summary) -> int:
-    """0 when every selected scenario passed (skips allowed), else 1."""
+    """0 when no ``must`` failed and nothing errored (skips and ``should`` failures allowed),
+    else 1."""
     return 0 if summary.ok else 1
 
 
-def _reporters(settings: CheckSettings) -> list[Reporter]:
-    reporters: list[Reporter] = [ConsoleReporter()]
-    for path, kind in ((settings.json, JsonReporter), (settings.junit, JUnitReporter)):
+def file_reporters(settings: CheckSettings) -> list[Reporter]:
+    """The JSON, JUnit and NDJSON reporters ``settings`` ask for (their directories must exist)."""
+    reporters: list[Reporter] = []
+    kinds = (
+        (settings.json, JsonReporter),
+        (settings.junit, JUnitReporter),
+        (settings.ndjson, NdjsonReporter),
+    )
+    for path, kind in kinds:
         if path:
             parent = Path(path).resolve().parent
             if not parent.is_dir():
@@ -41,11 +64,18 @@ def _reporters(settings: CheckSettings) -> list[Reporter]:
     return reporters
 
 
+def warn(settings: CheckSettings) -> None:
+    """Say once, on stderr and before the run, what looks wrong in ``settings``."""
+    for warning in settings.warnings():
+        click.echo(f"hookproof: warning: {warning}", err=True)
+
+
 def run_settings(settings: CheckSettings) -> int:
     """Validate ``settings``, run the check with the console and file reporters, give the exit
     status."""
     settings = settings.validate()
-    reporters = _reporters(settings)
+    reporters = [ConsoleReporter(verbose=settings.verbose), *file_reporters(settings)]
+    warn(settings)
     try:
         summary = asyncio.run(run_check(settings, reporters))
     except OSError as error:
@@ -66,12 +96,7 @@ def run_settings(settings: CheckSettings) -> int:
     metavar="URL_PREFIX",
     help="Probe prefix: GET {prefix}/{event_id} reports effects.",
 )
-@click.option(
-    "--probe-token",
-    default=None,
-    envvar="HOOKPROOF_PROBE_TOKEN",
-    help="Bearer token of the probe. Env: HOOKPROOF_PROBE_TOKEN.",
-)
+@probe_token_option()
 @click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
 @click.option("--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity.")
 @timeout_option(default_text="5")
@@ -94,6 +119,7 @@ def run_settings(settings: CheckSettings) -> int:
     metavar="S",
     help="Retry refused connections, timeouts and 503 for up to S seconds first.",
 )
+@max_time_option()
 @seed_option(None, draws="the fuzzed cases (printed in the report)")
 @click.option(
     "--tolerance",
@@ -123,6 +149,21 @@ def run_settings(settings: CheckSettings) -> int:
 @click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
 @click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
 @click.option(
+    "--ndjson",
+    "ndjson_path",
+    default=None,
+    metavar="FILE",
+    help="Write the run's events as they happen, one JSON object per line.",
+)
+@click.option(
+    "--answers",
+    type=click.Choice(sorted(PRESETS)),
+    default=None,
+    help="The refusal codes the platform's sender relies on, as a preset (stripe: 400 to every "
+    "refusal); declared codes are must. Finer: an [answers] table in the config.",
+)
+@verbose_option(shows="every reproduction of a failure, not only the first")
+@click.option(
     "--show-secrets",
     is_flag=True,
     default=None,
@@ -140,6 +181,7 @@ def check_command(
     concurrency: int | None,
     rate_limit: float | None,
     wait_for_endpoint: float | None,
+    max_time: float | None,
     seed: int | None,
     tolerance: int | None,
     samples: int | None,
@@ -147,6 +189,9 @@ def check_command(
     event_template: str | None,
     json_path: str | None,
     junit_path: str | None,
+    ndjson_path: str | None,
+    answers: str | None,
+    verbose: bool | None,
     show_secrets: bool | None,
 ) -> int:
     """Check which delivery guarantees the webhook endpoint at URL keeps."""
@@ -162,12 +207,16 @@ def check_command(
         "concurrency": concurrency,
         "rate_limit": rate_limit,
         "wait_for_endpoint": wait_for_endpoint,
+        "max_time": max_time,
         "seed": seed,
         "tolerance": tolerance,
         "samples": samples,
         "event_template": event_template,
         "json": json_path,
         "junit": junit_path,
+        "ndjson": ndjson_path,
+        "answers": resolve_answers(answers, "--answers") if answers else None,
+        "verbose": verbose or None,
         "show_secrets": show_secrets or None,
     }
     settings = CheckSettings().merged(load_config(config_path)).merged(flags)

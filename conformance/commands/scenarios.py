@@ -11,6 +11,7 @@ from conformance.catalogue import CATALOGUE
 from conformance.docs import catalogue_markdown, scenario_records
 from conformance.exceptions import UsageError
 from conformance.model import Harness
+from conformance.reporters.text import counted
 from receiver.commands.console import make_console, print_table
 
 __all__ = ["scenarios_command"]
@@ -42,5 +43,5 @@ def scenarios_command(as_json: bool, markdown: bool, select: Sequence[str]) -> i
         ]
         print_table(out, ("id", "severity", "tags", "title"), rows)
         out.print()
-        out.print(f"{len(chosen)} scenarios")
+        out.print(counted(len(chosen), "scenario"))
     return 0

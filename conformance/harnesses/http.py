@@ -20,11 +20,12 @@ from pathlib import Path
 
 import httpx
 
-from conformance.checks import RECEIVER_CHECKS, Unjudged
+from conformance.checks import Unjudged
 from conformance.exceptions import HarnessError
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
 from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
 from conformance.harnesses.wire_steps import ACTIONS
+from conformance.judging import judge
 from conformance.model import Harness, Scenario, Side
 from conformance.results import Failure, Outcome, ScenarioResult
 
@@ -106,7 +107,7 @@ class WireHarness:
                     assert driver is not None
                     await SENDER_ACTIONS[step.action](driver, step.args)
             for expectation in scenario.expectations_of(Side.RECEIVER):
-                verdict = await RECEIVER_CHECKS[expectation.check](run, expectation)
+                verdict = await judge(run, scenario, expectation)  # graded (#9 §2)
                 if isinstance(verdict, Failure):
                     failures.append(verdict)
                 elif isinstance(verdict, Unjudged):

@@ -13,12 +13,12 @@ import hashlib
 import json
 import random
 import re
-import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.exceptions import UsageError
+from conformance.shell import curl_command
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.signing import Secret, scheme_named
 
@@ -54,16 +54,17 @@ class WireRequest:
         return [(name.encode("latin-1"), value) for name, value in self.headers]
 
     def curl(self, *, signature_header: str | None, show_secrets: bool = False) -> str:
-        """A runnable ``curl`` command; the signature header's values redacted by default."""
-        parts = ["curl", "-sS", "-i", "-X", self.method, self.url]
-        for name, value in self.headers:
-            text = value.decode("latin-1")
-            if name == signature_header and not show_secrets:
-                text = redact_signature(text)
-            parts += ["-H", f"{name}: {text}"]
-        if self.body or self.method == "POST":
-            parts += ["--data-binary", self.body.decode("utf-8", "replace")]
-        return " ".join(shlex.quote(part) for part in parts)
+        """A runnable ``curl`` command that sends these exact bytes
+        (:func:`conformance.shell.curl_command`); the signature header's values redacted by
+        default."""
+        headers = [
+            (name, redact_signature(value.decode("latin-1")).encode("latin-1"))
+            if name == signature_header and not show_secrets
+            else (name, value)
+            for name, value in self.headers
+        ]
+        body = self.body if self.body or self.method == "POST" else None
+        return curl_command(self.method, self.url, headers, body)
 
 
 _TOKEN = re.compile(r"(?P<name>[A-Za-z0-9_-]+)(?P<sep>[,=])(?P<value>[^\s,]+)")

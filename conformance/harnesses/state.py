@@ -55,6 +55,8 @@ class WireOptions:
     payloads: PayloadFactory = field(default_factory=PayloadFactory)
     show_secrets: bool = False
     rate_limit: float | None = None
+    answers: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    """The refusal codes the platform relies on (:mod:`conformance.answers`); F2 #9 §2."""
     nonce: str = field(default_factory=lambda: secrets_module.token_hex(4))
 
 

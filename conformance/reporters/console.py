@@ -1,5 +1,7 @@
-"""The console reporter: one live line per scenario, a summary table per family, then each
-failure with its guarantee, the request as ``curl``, what came back and what was expected.
+"""The console reporter: one live line per scenario, a summary table per family, what to fix
+(failures grouped by likely cause, one line each), then each failure with its guarantee, what was
+expected (graded ``must`` or ``should``), what came back and one ``curl`` reproduction (every one
+with ``verbose``).
 
 It writes through one :func:`receiver.commands.console.make_console` console: colour only on a
 terminal without ``NO_COLOR`` (or when asked), and on a terminal a transient status line shows the
@@ -14,6 +16,7 @@ from typing import TextIO
 from rich.status import Status
 from rich.text import Text
 
+from conformance.causes import group_by_cause
 from conformance.events import (
     Event,
     RunFinished,
@@ -23,7 +26,7 @@ from conformance.events import (
     ScenarioStarted,
 )
 from conformance.model import Harness
-from conformance.reporters.text import describe_result
+from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from receiver.commands.console import make_console, print_table
 
@@ -40,9 +43,12 @@ _COLOURS = {
 class ConsoleReporter:
     """Writes a human report to ``stream`` as the events arrive."""
 
-    def __init__(self, stream: TextIO | None = None, *, colour: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO | None = None, *, colour: bool | None = None, verbose: bool = False
+    ) -> None:
         self.stream = stream
         self.colour = colour
+        self.verbose = verbose
         target = stream if stream is not None else sys.stdout
         self.console = make_console(stream, colour=colour)
         # The live status line is cursor movement: only on a terminal that takes escape codes.
@@ -71,7 +77,7 @@ class ConsoleReporter:
         if isinstance(event, RunStarted):
             if not event.target.startswith(("http://", "https://")):
                 self._echo(
-                    f"hookproof: {len(event.scenarios)} sender-side scenarios on "
+                    f"hookproof: {counted(len(event.scenarios), 'sender-side scenario')} on "
                     f"{event.target} (seed {event.seed})"
                 )
                 return
@@ -85,7 +91,7 @@ class ConsoleReporter:
                 "with probe (effects observed)" if event.probe else "no probe (status codes only)"
             )
             self._echo(
-                f"hookproof: {len(event.scenarios)} scenarios against {event.target} "
+                f"hookproof: {counted(len(event.scenarios), 'scenario')} against {event.target} "
                 f"({event.scheme} scheme, {probe}, seed {event.seed})"
             )
         elif isinstance(event, ScenarioStarted) and self.live:
@@ -95,6 +101,8 @@ class ConsoleReporter:
             result = event.result
             width = len(str(event.total))
             extra = f"  — {result.message}" if result.message else ""
+            if result.outcome is Outcome.FAILED and not result.breaks_must:
+                extra += "  [should: not fatal]"
             self._echo(
                 Text.assemble(
                     f"[{event.index:>{width}}/{event.total}] ",
@@ -106,7 +114,7 @@ class ConsoleReporter:
             prefix = "\r\x1b[2K" if self.live else ""
             self._echo(
                 f"{prefix}run stopped: {event.reason} "
-                f"({event.completed} of {event.total} scenarios finished)"
+                f"({event.completed} of {counted(event.total, 'scenario')} finished)"
             )
         elif isinstance(event, RunFinished):
             self._stop_running()
@@ -128,16 +136,36 @@ class ConsoleReporter:
         broken: list[ScenarioResult] = [
             r for r in event.results if r.outcome in (Outcome.FAILED, Outcome.ERROR)
         ]
+        causes = group_by_cause(event.results)
+        if causes:
+            self._echo()
+            self._echo(Text("What to fix", style="bold"))
+            for cause in causes:
+                self._echo(f"  - {cause.line}: {', '.join(cause.scenarios)}")
         if broken:
             self._echo()
             self._echo(Text("Failures", style="bold"))
             for result in broken:
                 self._echo()
-                self.console.print(describe_result(result), soft_wrap=True)
+                self._failure(result)
         summary = event.summary
+        failed = f"{summary.failed} failed"
+        if summary.failed:
+            failed += f" ({summary.must_failed} must, {summary.should_failed} should)"
         self._echo()
         self._echo(
-            f"{summary.passed} passed, {summary.failed} failed, {summary.skipped} skipped, "
-            f"{summary.errors} errors in {event.duration_s:.2f} s"
+            f"{summary.passed} passed, {failed}, {summary.skipped} skipped, "
+            f"{counted(summary.errors, 'error')} in {event.duration_s:.2f} s"
             + (" (run stopped early)" if event.interrupted else "")
         )
+        if summary.should_failed and summary.ok:
+            self._echo(
+                "only should-level expectations failed: conventions and recommendations, "
+                "not broken guarantees (exit status 0)"
+            )
+
+    def _failure(self, result: ScenarioResult) -> None:
+        """Prose wraps to the terminal; a reproduction stays one line (copy and paste)."""
+        for line in describe_result(result, verbose=self.verbose).splitlines():
+            command = line.startswith("    ") and not line.startswith("    (+")
+            self.console.print(line, soft_wrap=command or None)

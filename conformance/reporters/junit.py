@@ -3,6 +3,7 @@ runner problem an ``error``, a scenario that does not apply a ``skipped``."""
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -13,7 +14,11 @@ from conformance.results import Outcome
 __all__ = ["JUnitReporter", "junit_document"]
 
 
-def junit_document(target: str, finished: RunFinished) -> ET.ElementTree[ET.Element]:
+def junit_document(
+    target: str, finished: RunFinished, started: RunStarted | None = None
+) -> ET.ElementTree[ET.Element]:
+    """The JUnit XML of a finished run; ``started`` adds its scheme, seed and options as
+    properties (``option.<name>``, JSON values)."""
     summary = finished.summary
     suite = ET.Element(
         "testsuite",
@@ -26,6 +31,11 @@ def junit_document(target: str, finished: RunFinished) -> ET.ElementTree[ET.Elem
     )
     properties = ET.SubElement(suite, "properties")
     ET.SubElement(properties, "property", name="target", value=target)
+    if started is not None:
+        ET.SubElement(properties, "property", name="scheme", value=started.scheme)
+        ET.SubElement(properties, "property", name="seed", value=str(started.seed))
+        for key, value in started.options.items():
+            ET.SubElement(properties, "property", name=f"option.{key}", value=json.dumps(value))
     if finished.interrupted:
         ET.SubElement(properties, "property", name="interrupted", value=finished.interrupted)
     for result in finished.results:
@@ -41,7 +51,7 @@ def junit_document(target: str, finished: RunFinished) -> ET.ElementTree[ET.Elem
                 case,
                 "failure",
                 message=result.scenario.guarantee,
-                type=result.scenario.severity.value,
+                type=result.severity.value,
             )
             failure.text = describe_result(result)
         elif result.outcome is Outcome.ERROR:
@@ -59,12 +69,13 @@ class JUnitReporter:
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self._target = ""
+        self._started: RunStarted | None = None
 
     def handle(self, event: Event) -> None:
         if isinstance(event, RunStarted):
-            self._target = event.target
+            self._started = event
         elif isinstance(event, RunFinished):
-            tree = junit_document(self._target, event)
+            target = self._started.target if self._started else ""
+            tree = junit_document(target, event, self._started)
             ET.indent(tree)
             tree.write(self.path, encoding="utf-8", xml_declaration=True)

@@ -1,9 +1,9 @@
-"""The NDJSON report: one JSON object per line, written as the run happens (for log pipelines).
+"""The NDJSON stream: every engine event as one JSON object per line, written as it happens.
 
-Lines: ``{"event": "run_started", "target", "scheme", "scenarios": [ids]}``, then one
-``{"event": "scenario_finished", "id", "outcome", "duration_s", "failures", "reason"?}`` per
-scenario as it finishes, then ``{"event": "run_finished", "summary", "duration_s",
-"interrupted"?}``.
+Each line has ``"event"`` (``run_started``, ``scenario_started``, ``scenario_errored``,
+``scenario_finished``, ``run_interrupted``, ``run_finished``) and that event's fields; a scenario
+is its id, a verdict is the JSON report's scenario entry. A consumer can follow a run live
+(``tail -f``) or rebuild the report from the stream.
 """
 
 from __future__ import annotations
@@ -12,58 +12,81 @@ import json
 from pathlib import Path
 from typing import IO, Any
 
-from conformance.events import Event, RunFinished, RunStarted, ScenarioFinished
+from conformance.events import (
+    Event,
+    RunFinished,
+    RunInterrupted,
+    RunStarted,
+    ScenarioErrored,
+    ScenarioFinished,
+    ScenarioStarted,
+)
+from conformance.reporters.json_report import result_entry
 
-__all__ = ["NdjsonReporter"]
+__all__ = ["NdjsonReporter", "event_record"]
+
+
+def event_record(event: Event) -> dict[str, Any]:
+    """``event`` as one JSON-ready object."""
+    if isinstance(event, RunStarted):
+        return {
+            "event": "run_started",
+            "target": event.target,
+            "scheme": event.scheme,
+            "scenarios": [s.id for s in event.scenarios],
+            "probe": event.probe,
+            "seed": event.seed,
+            "options": dict(event.options),
+        }
+    if isinstance(event, ScenarioStarted):
+        return {
+            "event": "scenario_started",
+            "scenario": event.scenario.id,
+            "index": event.index,
+            "total": event.total,
+        }
+    if isinstance(event, ScenarioErrored):
+        return {
+            "event": "scenario_errored",
+            "scenario": event.scenario.id,
+            "index": event.index,
+            "total": event.total,
+            "reason": event.reason,
+        }
+    if isinstance(event, ScenarioFinished):
+        return {
+            "event": "scenario_finished",
+            "index": event.index,
+            "total": event.total,
+            "result": result_entry(event.result),
+        }
+    if isinstance(event, RunInterrupted):
+        return {
+            "event": "run_interrupted",
+            "reason": event.reason,
+            "completed": event.completed,
+            "total": event.total,
+        }
+    return {
+        "event": "run_finished",
+        "summary": event.summary.as_dict(),
+        "duration_s": round(event.duration_s, 6),
+        "interrupted": event.interrupted,
+    }
 
 
 class NdjsonReporter:
-    """Appends one line per run milestone to ``path`` (flushed at each)."""
+    """Appends one line per event to ``path`` (created or truncated when the run starts)."""
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
         self._file: IO[str] | None = None
 
-    def _line(self, record: dict[str, Any]) -> None:
+    def handle(self, event: Event) -> None:
         if self._file is None:
             self._file = self.path.open("w", encoding="utf-8")
-        self._file.write(json.dumps(record) + "\n")
+        self._file.write(json.dumps(event_record(event)) + "\n")
         self._file.flush()
-
-    def handle(self, event: Event) -> None:
-        if isinstance(event, RunStarted):
-            self._line(
-                {
-                    "event": "run_started",
-                    "target": event.target,
-                    "scheme": event.scheme,
-                    "scenarios": [s.id for s in event.scenarios],
-                }
-            )
-        elif isinstance(event, ScenarioFinished):
-            r = event.result
-            self._line(
-                {
-                    "event": "scenario_finished",
-                    "id": r.scenario.id,
-                    "outcome": r.outcome.value,
-                    "duration_s": round(r.duration_s, 6),
-                    "failures": [
-                        {"expected": f.expected, "observed": f.observed, "reproduce": f.reproduce}
-                        for f in r.failures
-                    ],
-                    **({"reason": r.message} if r.message else {}),
-                }
-            )
-        elif isinstance(event, RunFinished):
-            self._line(
-                {
-                    "event": "run_finished",
-                    "summary": event.summary.as_dict(),
-                    "duration_s": round(event.duration_s, 6),
-                    **({"interrupted": event.interrupted} if event.interrupted else {}),
-                }
-            )
-            if self._file is not None:
-                self._file.close()
-                self._file = None
+        if isinstance(event, RunFinished):
+            self._file.close()
+            self._file = None

@@ -1,5 +1,5 @@
 """The options several ``hookproof`` commands share, each declared once: ``--secret``, ``--scheme``,
-``--seed``, ``--timeout`` and ``--db``.
+``--seed``, ``--timeout``, ``--db``, ``--probe-token``, ``--max-time`` and ``--verbose``.
 
 Each is a factory returning a click decorator, parametrised only where a command legitimately
 differs (a default that comes from a config file, what a seed draws, which database). The scheme
@@ -17,18 +17,25 @@ import click
 from receiver.signing import SCHEMES
 
 __all__ = [
+    "PROBE_TOKEN_ENV",
     "SECRET_ENV",
     "db_option",
+    "max_time_option",
+    "probe_token_option",
     "scheme_option",
     "secret_option",
     "seed_option",
     "timeout_option",
+    "verbose_option",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 SECRET_ENV = "HOOKPROOF_SECRET"
 """The environment variable ``--secret`` falls back to (several secrets separated by spaces)."""
+
+PROBE_TOKEN_ENV = "HOOKPROOF_PROBE_TOKEN"
+"""The environment variable ``--probe-token`` falls back to."""
 
 
 def secret_option() -> Callable[[F], F]:
@@ -82,3 +89,29 @@ def timeout_option(*, default_text: str) -> Callable[[F], F]:
 def db_option(*, default: str, help: str, metavar: str = "PATH") -> Callable[[F], F]:
     """``--db``: where a command keeps its state (which database, and its default, differ)."""
     return click.option("--db", default=default, show_default=True, metavar=metavar, help=help)
+
+
+def probe_token_option() -> Callable[[F], F]:
+    """``--probe-token``: the probe's bearer token, falling back to :data:`PROBE_TOKEN_ENV`."""
+    return click.option(
+        "--probe-token",
+        default=None,
+        envvar=PROBE_TOKEN_ENV,
+        help=f"Bearer token of the probe. Env: {PROBE_TOKEN_ENV}.",
+    )
+
+
+def max_time_option() -> Callable[[F], F]:
+    """``--max-time``: the whole run's budget in seconds (unset: unbounded)."""
+    return click.option(
+        "--max-time",
+        type=click.FloatRange(min=0, min_open=True),
+        default=None,
+        metavar="S",
+        help="Stop the whole run after S seconds (the scenario running then errors).",
+    )
+
+
+def verbose_option(*, shows: str) -> Callable[[F], F]:
+    """``--verbose`` / ``-v``: ``shows`` more."""
+    return click.option("--verbose", "-v", is_flag=True, default=None, help=f"Show {shows}.")

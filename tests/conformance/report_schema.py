@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-TOP = {"hookproof", "target", "scheme", "summary", "scenarios"}
+TOP = {"hookproof", "target", "scheme", "seed", "options", "summary", "scenarios"}
 SUMMARY = {"passed", "failed", "skipped", "errors"}
 SCENARIO = {"id", "title", "family", "severity", "outcome", "observed_by", "duration_s", "failures"}
-FAILURE = {"expected", "observed", "reproduce"}
-OPTIONAL_TOP = {"interrupted"}
+FAILURE = {"expected", "observed", "reproduce", "severity", "cause"}
+OPTIONAL_TOP = {"interrupted", "causes"}
 OPTIONAL_SCENARIO = {"reason"}
 
 
@@ -28,6 +28,10 @@ def validate_report(doc: Any) -> list[str]:
         return problems
     need(isinstance(doc["hookproof"], str) and bool(doc["hookproof"]), "hookproof version")
     need(isinstance(doc.get("interrupted", ""), str), "interrupted")
+    need(isinstance(doc["seed"], int), "seed")
+    need(isinstance(doc["options"], dict), "options")
+    for cause in doc.get("causes", []):
+        need(set(cause) == {"cause", "fix", "scenarios"}, f"cause keys {cause!r}")
     need(isinstance(doc["target"], str) and doc["target"].startswith("http"), "target")
     need(doc["scheme"] in ("standard", "stripe", "github"), "scheme")
     summary = doc["summary"]
@@ -56,6 +60,7 @@ def validate_report(doc: Any) -> list[str]:
         for failure in item["failures"]:
             need(isinstance(failure, dict) and set(failure) == FAILURE, f"failure keys {failure!r}")
             need(all(isinstance(failure.get(k), str) for k in FAILURE), "failure values")
+            need(failure.get("severity") in ("must", "should"), "failure severity")
         need(
             (item["outcome"] == "failed") == bool(item["failures"]),
             f"failures vs outcome of {item['id']}",

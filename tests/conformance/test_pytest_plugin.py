@@ -134,3 +134,47 @@ def test_an_unreachable_url_fails_every_item_in_one_line(pytester: pytest.Pytest
     )
     result.assert_outcomes(failed=1)
     assert "never answered" in result.stdout.str()
+
+
+def test_the_app_is_imported_from_the_rootdir_like_uvicorn_does(
+    pytester: pytest.Pytester,
+) -> None:
+    # no syspathinsert, and not the working directory (``python -m pytest`` puts that on
+    # sys.path): the module sits in the rootdir only, as a partner's app.py would
+    project = pytester.mkdir("project")
+    (project / "partner_app.py").write_text(APPS)
+    (project / "pytest.ini").write_text("[pytest]\n")
+    result = pytester.runpytest_subprocess(
+        "-p",
+        "no:cacheprovider",
+        "--rootdir",
+        str(project),
+        "--hookproof-app",
+        "partner_app:accepts_everything",
+        "--hookproof-secret",
+        SECRET,
+        "--hookproof-select",
+        "signature.valid",
+    )
+    result.assert_outcomes(passed=1)
+
+
+@pytest.mark.parametrize(
+    ("spec", "said"),
+    [
+        ("no_such_module:app", "cannot import 'no_such_module'"),
+        ("partner_apps:nothing_here", "has no attribute 'nothing_here'"),
+        ("exploding:app", "importing 'exploding' raised RuntimeError: boom"),
+        ("no-colon", "an app is named 'module:attribute'"),
+    ],
+)
+def test_a_bad_app_is_one_usage_error_not_one_failure_per_scenario(
+    apps: pytest.Pytester, spec: str, said: str
+) -> None:
+    apps.makepyfile(exploding="raise RuntimeError('boom')\n")
+    result = apps.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hookproof-app", spec, "--hookproof-secret", SECRET
+    )
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert said in result.stderr.str()
+    assert "hookproof::" not in result.stdout.str()

@@ -1,0 +1,107 @@
+"""Failures grouped by their likely cause, each cause with a one-line fix.
+
+Several failed scenarios often share one bug: a receiver that deduplicates on the body fails half
+the idempotency family. :func:`group_by_cause` folds a run's failures into causes (``deduplicate on
+webhook-id, not on the body — 6 scenarios``) so the report starts with what to fix. A failure may
+name its cause (``Failure.cause``, e.g. a refusal code that differs from the convention); otherwise
+the scenario's id picks it from :data:`SCENARIO_CAUSES` (``fnmatch`` patterns, first match wins),
+and a scenario no pattern covers is its own cause: its guarantee.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from conformance.results import Outcome, ScenarioResult
+
+__all__ = ["CAUSES", "SCENARIO_CAUSES", "Cause", "cause_of", "group_by_cause"]
+
+CAUSES: Mapping[str, str] = {
+    "convention": "answer refusals with the codes the platform expects, or declare the codes "
+    "your sender relies on in [answers] (a convention, not a broken guarantee)",
+    "verify": "verify the signature over the raw body with every active secret before acting on "
+    "a delivery",
+    "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
+    "signature-list": "try every entry of the signature header against every active secret, "
+    "skipping unknown versions",
+    "raw-bytes": "verify the exact bytes received, never re-serialized JSON",
+    "tolerance": "accept timestamps within the whole tolerance, in both directions",
+    "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
+    "dedupe": "deduplicate on the event id (webhook-id) in a durable inbox, not on the body, "
+    "and answer a committed duplicate 2xx",
+    "in-flight": "claim the event id atomically; answer a copy that arrives mid-processing 503 "
+    "with Retry-After",
+    "ack": "acknowledge the generic event with 2xx only after committing it",
+    "latency": "answer within the sender's timeout: commit, acknowledge, then do slow work",
+    "problem": "answer refusals with application/problem+json",
+    "leak": "never echo a secret or a signature in an answer",
+    "sender": "the sender breaks its retry contract (see each scenario's guarantee)",
+}
+"""Every known cause and its one-line fix."""
+
+SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
+    ("signature.valid", "ack"),
+    ("signature.tampered-body", "verify"),
+    ("signature.wrong-secret", "verify"),
+    ("signature.missing-*", "parse"),
+    ("signature.malformed-*", "parse"),
+    ("signature.rotation", "signature-list"),
+    ("signature.unknown-version", "signature-list"),
+    ("signature.raw-bytes", "raw-bytes"),
+    ("clock.*-inside", "tolerance"),
+    ("clock.*", "stale"),
+    ("idempotency.in-flight-*", "in-flight"),
+    ("idempotency.concurrent-*", "in-flight"),
+    ("idempotency.*", "dedupe"),
+    ("response.within-timeout", "latency"),
+    ("response.ack-after-commit", "ack"),
+    ("response.problem-details", "problem"),
+    ("response.no-secret-leak", "leak"),
+    ("story.*", "dedupe"),
+    ("deadline.*", "sender"),
+    ("classification.*", "sender"),
+    ("leases.*", "sender"),
+    ("redrive.*", "sender"),
+    ("schedules.*", "sender"),
+)
+"""Which cause a failed scenario points at, by id pattern (first match wins)."""
+
+
+@dataclass(frozen=True)
+class Cause:
+    """One likely cause, its fix, and the scenarios that point at it (in run order)."""
+
+    key: str
+    fix: str
+    scenarios: tuple[str, ...]
+
+    @property
+    def line(self) -> str:
+        count = len(self.scenarios)
+        return f"{self.fix} — {count} scenario{'' if count == 1 else 's'}"
+
+
+def cause_of(result: ScenarioResult) -> tuple[str, str]:
+    """The cause key and fix a failed ``result`` points at."""
+    named = [f.cause for f in result.failures if f.cause]
+    # a result with a broken guarantee points at it, not at the convention it also broke
+    if named and len(named) == len(result.failures):
+        return named[0], CAUSES.get(named[0], named[0])
+    for pattern, key in SCENARIO_CAUSES:
+        if fnmatch.fnmatchcase(result.scenario.id, pattern):
+            return key, CAUSES[key]
+    return result.scenario.id, result.scenario.guarantee
+
+
+def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
+    """The failed results' causes, most scenarios first (ties: first seen first)."""
+    groups: dict[str, tuple[str, list[str]]] = {}
+    for result in results:
+        if result.outcome is not Outcome.FAILED:
+            continue
+        key, fix = cause_of(result)
+        groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
+    causes = [Cause(key, fix, tuple(ids)) for key, (fix, ids) in groups.items()]
+    return sorted(causes, key=lambda c: -len(c.scenarios))

@@ -1,0 +1,84 @@
+"""Judging one expectation and grading it: the guarantee at the scenario's severity, the exact
+refusal code as a convention.
+
+:func:`judge` is what a harness calls for each receiver-side expectation. Most expectations go to
+their check (:data:`conformance.checks.RECEIVER_CHECKS`) and a failure takes the scenario's
+severity. A status expectation that names one exact refusal code (see
+:func:`conformance.answers.refusal_of`) is judged in two parts: the *guarantee* — the delivery is
+refused with a 4xx other than 410, never accepted, never a 5xx, never left unanswered — at the
+scenario's severity; and the *convention* — the exact code — ``should``, unless the platform
+declared the codes its sender relies on (:mod:`conformance.answers`), which makes it as severe as
+the scenario.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from conformance.answers import refusal_of
+from conformance.checks import RECEIVER_CHECKS, Unjudged
+from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.state import WireRun
+from conformance.model import Expectation, Scenario, Severity
+from conformance.results import Failure
+
+__all__ = ["CONVENTION", "judge"]
+
+Verdict = Failure | Unjudged | None
+
+CONVENTION = "convention"
+"""The cause key of a refusal answered with another code than the one expected."""
+
+
+def _refused(exchange: Exchange) -> bool:
+    status = exchange.status
+    return status is not None and 400 <= status < 500 and status != 410
+
+
+def _shown(run: WireRun, exchanges: list[Exchange], bad: list[Exchange]) -> str:
+    count = f"{len(bad)} of {len(exchanges)} answers: " if len(exchanges) > 1 else ""
+    return count + bad[0].describe(run.redactions())
+
+
+async def _judge_refusal(
+    run: WireRun, scenario: Scenario, expectation: Expectation, refusal: str
+) -> Verdict:
+    exchanges = run.exchanges.get(expectation.args["label"], [])
+    if not exchanges:
+        return Failure(expectation.describe(), "no request was sent", "", scenario.severity)
+    wrong = [e for e in exchanges if not _refused(e)]
+    if wrong:
+        return Failure(
+            "refused with a 4xx (not 410); never accepted, never a 5xx, always answered",
+            _shown(run, exchanges, wrong),
+            run.curl(wrong[0].request),
+            scenario.severity,
+        )
+    declared = dict(run.options.answers).get(refusal)
+    codes = declared or tuple(int(p) for p in expectation.args["allowed"])
+    other = [e for e in exchanges if e.status not in codes]
+    if not other:
+        return None
+    listed = " or ".join(str(c) for c in codes)
+    if declared:
+        expected = f"{listed} (the platform relies on it: [answers] {refusal})"
+        severity = scenario.severity
+    else:
+        expected = (
+            f"{listed} (hookproof's convention; declare [answers] {refusal} to make it a must)"
+        )
+        severity = Severity.SHOULD
+    return Failure(
+        expected, _shown(run, exchanges, other), run.curl(other[0].request), severity, CONVENTION
+    )
+
+
+async def judge(run: WireRun, scenario: Scenario, expectation: Expectation) -> Verdict:
+    """The graded verdict on one receiver-side ``expectation`` of ``scenario``."""
+    refusal = refusal_of(scenario, expectation)
+    if refusal is not None:
+        return await _judge_refusal(run, scenario, expectation, refusal)
+    verdict = await RECEIVER_CHECKS[expectation.check](run, expectation)
+    if isinstance(verdict, Failure) and verdict.severity is None:
+        return replace(verdict, severity=scenario.severity)
+    return verdict

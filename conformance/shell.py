@@ -1,0 +1,61 @@
+"""Shell words that reproduce bytes exactly: how a reproduction ``curl`` carries any header
+value and any body — multi-line, not UTF-8, with NUL bytes — through a POSIX shell.
+
+- A printable UTF-8 value on one line is single-quoted as it is (``shlex.quote``).
+- Any other header value is an ANSI-C quoted word (``$'…'`` with ``\\xHH`` escapes: bash, zsh,
+  ksh), so a reproduction stays one line and survives copy and paste.
+- Any other body is piped in through ``printf`` with octal escapes (POSIX ``printf``; a NUL byte
+  cannot be part of a command-line argument at all) and read by ``curl --data-binary @-``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Sequence
+
+__all__ = ["ansi_c_word", "curl_command", "is_plain", "printf_word"]
+
+_SAFE = frozenset(range(0x20, 0x7F)) - {ord("'"), ord("\\")}
+
+
+def is_plain(data: bytes) -> bool:
+    """Whether ``data`` is printable UTF-8 on one line (quoted as it is)."""
+    try:
+        return data.decode("utf-8").isprintable()
+    except UnicodeDecodeError:
+        return False
+
+
+def ansi_c_word(data: bytes) -> str:
+    """``data`` as a ``$'…'`` word (no NUL byte: a shell argument cannot carry one)."""
+    if b"\x00" in data:
+        raise ValueError("a shell argument cannot carry a NUL byte")
+    escaped = "".join(
+        chr(byte) if byte in _SAFE else "\\" + chr(byte) if byte in b"'\\" else f"\\x{byte:02x}"
+        for byte in data
+    )
+    return f"$'{escaped}'"
+
+
+def printf_word(data: bytes) -> str:
+    """``data`` as a single-quoted ``printf`` format that prints exactly these bytes."""
+    safe = _SAFE - {ord("%")}
+    return "'" + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in data) + "'"
+
+
+def _word(data: bytes) -> str:
+    return shlex.quote(data.decode("utf-8")) if is_plain(data) else ansi_c_word(data)
+
+
+def curl_command(
+    method: str, url: str, headers: Sequence[tuple[str, bytes]], body: bytes | None
+) -> str:
+    """A ``curl`` command that sends exactly ``headers`` and ``body`` (``None``: no body)."""
+    parts = ["curl", "-sS", "-i", "-X", shlex.quote(method), shlex.quote(url)]
+    for name, value in headers:
+        parts += ["-H", _word(name.encode("latin-1") + b": " + value)]
+    if body is None:
+        return " ".join(parts)
+    if is_plain(body):
+        return " ".join([*parts, "--data-binary", shlex.quote(body.decode("utf-8"))])
+    return f"printf {printf_word(body)} | " + " ".join([*parts, "--data-binary", "@-"])

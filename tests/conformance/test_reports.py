@@ -1,0 +1,287 @@
+"""Reports that say what to fix: failures grouped by cause, one reproduction per failure (all of
+them with --verbose), a curl that reproduces the bytes, seed and options in JSON and JUnit, the
+NDJSON event stream, counted nouns, NO_COLOR, and the whsec_ warning before a run."""
+
+from __future__ import annotations
+
+import io
+import json
+import shutil
+import subprocess
+import threading
+import xml.etree.ElementTree as ET
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import ClassVar
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from conformance.causes import group_by_cause
+from conformance.cli import main
+from conformance.config import CheckSettings
+from conformance.events import RunFinished, RunStarted
+from conformance.harnesses.signed_requests import WireRequest
+from conformance.model import Severity
+from conformance.reporters import ConsoleReporter, junit_document
+from conformance.reporters.text import counted
+from conformance.results import Failure, Outcome, ScenarioResult, Summary
+from conformance.shell import curl_command
+from receiver.server import running_server
+from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
+from tests.conformance.report_schema import validate_report
+from tests.conformance.support import SECRET
+
+BODIES = [
+    b'{"a": 1}',
+    b'{\n  "multi": "line",\n  "quote": "it\'s"\n}\n',
+    b"\x00\xff\xfe binary \r\n 100% \\ 'q' $HOME `x`",
+    '{"unicode": "caf\u00e9 \u2603"}'.encode(),
+]
+
+
+class _Capture(BaseHTTPRequestHandler):
+    bodies: ClassVar[list[tuple[bytes, str]]] = []
+
+    def do_POST(self) -> None:
+        length = int(self.headers["content-length"])
+        self.bodies.append((self.rfile.read(length), self.headers.get("x-odd", "")))
+        self.send_response(204)
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def capture() -> Iterator[str]:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Capture)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    _Capture.bodies = []
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_curl_reproduction_sends_the_exact_bytes(capture: str, body: bytes) -> None:
+    request = WireRequest(capture, (("x-odd", "tab\there é".encode("latin-1")),), body)
+    command = request.curl(signature_header=None)
+    assert "\n" not in command  # one line: it survives copy and paste
+    if shutil.which("curl") is None or shutil.which("bash") is None:
+        pytest.skip("curl or bash is not installed: the printf part is checked below")
+    subprocess.run(["bash", "-c", command], check=True, capture_output=True, timeout=20)
+    assert _Capture.bodies == [(body, "tab\there é")]
+
+
+@pytest.mark.parametrize("body", BODIES)
+def test_the_body_part_of_a_reproduction_prints_the_exact_bytes_in_sh(body: bytes) -> None:
+    command = curl_command("POST", "http://127.0.0.1:9/", [], body)
+    if command.startswith("printf "):
+        printf = command.split(" | curl ", 1)[0]
+        out = subprocess.run(["sh", "-c", printf], check=True, capture_output=True, timeout=20)
+        assert out.stdout == body
+    else:
+        assert command.endswith("--data-binary " + __import__("shlex").quote(body.decode()))
+
+
+def _result(sid: str, *failures: Failure, outcome: Outcome = Outcome.FAILED) -> ScenarioResult:
+    return ScenarioResult(CATALOGUE.get(sid), outcome, "probe", 0.01, failures)
+
+
+def _failure(severity: Severity = Severity.MUST, cause: str = "", repro: str = "") -> Failure:
+    return Failure("expected thing", "observed thing", repro, severity, cause)
+
+
+def test_failures_are_grouped_by_their_likely_cause_most_first() -> None:
+    results = [
+        _result("idempotency.sequential-duplicate", _failure()),
+        _result("idempotency.redrive-duplicate", _failure()),
+        _result("idempotency.double-redrive", _failure()),
+        _result("signature.tampered-body", _failure(Severity.SHOULD, "convention")),
+        _result("clock.past-inside", _failure()),
+        _result("signature.valid", outcome=Outcome.PASSED),
+    ]
+    causes = group_by_cause(results)
+    assert [c.key for c in causes] == ["dedupe", "convention", "tolerance"]
+    assert causes[0].line.startswith("deduplicate on the event id (webhook-id)")
+    assert causes[0].line.endswith(" — 3 scenarios")
+    assert causes[1].line.endswith(" — 1 scenario")
+
+
+def test_a_should_only_failure_does_not_fail_the_run() -> None:
+    should = _result("signature.tampered-body", _failure(Severity.SHOULD, "convention"))
+    must = _result("idempotency.sequential-duplicate", _failure())
+    assert should.severity is Severity.SHOULD
+    assert Summary.of([should]).ok
+    summary = Summary.of([should, must])
+    assert (summary.failed, summary.must_failed, summary.should_failed) == (2, 1, 1)
+    assert not summary.ok
+
+
+def _finished(*results: ScenarioResult) -> tuple[RunStarted, RunFinished]:
+    started = RunStarted(
+        "http://127.0.0.1:9/webhooks",
+        "standard",
+        tuple(r.scenario for r in results),
+        True,
+        42,
+        {"timeout": 5.0, "answers": {}},
+    )
+    return started, RunFinished(tuple(results), Summary.of(results), 0.5)
+
+
+def test_the_console_shows_one_reproduction_unless_verbose_and_pluralises() -> None:
+    repro = "curl -sS one\ncurl -sS two\ncurl -sS three"
+    started, finished = _finished(
+        _result("idempotency.sequential-duplicate", _failure(repro=repro))
+    )
+    for verbose, shown in ((False, 1), (True, 3)):
+        stream = io.StringIO()
+        reporter = ConsoleReporter(stream, colour=False, verbose=verbose)
+        reporter.handle(started)
+        reporter.handle(finished)
+        out = stream.getvalue()
+        assert out.count("curl -sS ") == shown
+        assert ("+2 more requests: --verbose shows them" in out) is (not verbose)
+        assert "hookproof: 1 scenario against" in out
+        assert "What to fix" in out
+        assert "— 1 scenario: idempotency.sequential-duplicate" in out
+        assert "1 failed (1 must, 0 should)" in out
+        assert "0 errors" in out
+        assert "\x1b[" not in out
+
+
+def test_no_color_gives_plain_text_even_when_colour_is_not_forced(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("NO_COLOR", "1")
+    stream = io.StringIO()
+    stream.isatty = lambda: True  # type: ignore[method-assign]
+    reporter = ConsoleReporter(stream)
+    started, finished = _finished(_result("signature.valid", _failure()))
+    reporter.handle(started)
+    reporter.handle(finished)
+    assert "\x1b[" not in stream.getvalue()
+
+
+def test_junit_carries_the_seed_the_options_and_the_graded_severity() -> None:
+    started, finished = _finished(
+        _result("signature.tampered-body", _failure(Severity.SHOULD, "convention"))
+    )
+    root = junit_document(started.target, finished, started).getroot()
+    properties = {p.get("name"): p.get("value") for p in root.iter("property")}
+    assert properties["seed"] == "42"
+    assert properties["option.timeout"] == "5.0"
+    failure = root.find("testsuite/testcase/failure")
+    assert failure is not None
+    assert failure.get("type") == "should"
+
+
+def test_counted() -> None:
+    assert [counted(n, "scenario") for n in (0, 1, 2)] == [
+        "0 scenarios",
+        "1 scenario",
+        "2 scenarios",
+    ]
+
+
+@pytest.fixture(scope="module")
+def no_dedupe() -> Iterator[str]:
+    with running_server(plain_receiver(SECRET, bugs=frozenset({"no-dedupe"}))) as base:
+        yield base
+
+
+def test_ndjson_json_and_junit_of_a_real_run(
+    no_dedupe: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = {kind: tmp_path / f"report.{kind}" for kind in ("json", "xml", "ndjson")}
+    code = main(
+        [
+            "check",
+            f"{no_dedupe}/webhooks",
+            "--secret",
+            SECRET,
+            "--probe",
+            f"{no_dedupe}/_hookproof/events",
+            "--probe-token",
+            PROBE_TOKEN,
+            "--select",
+            "idempotency.sequential-duplicate",
+            "--select",
+            "signature.valid",
+            "--select",
+            "signature.missing-id",
+            "--seed",
+            "5",
+            "--json",
+            str(paths["json"]),
+            "--junit",
+            str(paths["xml"]),
+            "--ndjson",
+            str(paths["ndjson"]),
+        ]
+    )
+    assert code == 1
+    capsys.readouterr()
+    lines = [json.loads(line) for line in paths["ndjson"].read_text().splitlines()]
+    kinds = [line["event"] for line in lines]
+    assert kinds[0] == "run_started"
+    assert kinds[-1] == "run_finished"
+    assert kinds.count("scenario_finished") == 3
+    assert lines[0]["seed"] == 5
+    assert lines[0]["options"]["select"] == [
+        "idempotency.sequential-duplicate",
+        "signature.valid",
+        "signature.missing-id",
+    ]
+    document = json.loads(paths["json"].read_text())
+    assert validate_report(document) == []
+    assert document["seed"] == 5
+    assert document["options"]["timeout"] == 5.0
+    assert document["causes"][0]["cause"] == "dedupe"
+    assert PROBE_TOKEN not in paths["ndjson"].read_text()
+    ET.parse(paths["xml"])
+
+
+def test_a_secret_without_whsec_is_one_warning_before_the_run(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    settings = CheckSettings(url="http://x/webhooks", secrets=("c2VjcmV0", "whsec_c2VjcmV0"))
+    assert len(settings.warnings()) == 1
+    assert "secret #1 does not start with 'whsec_'" in settings.warnings()[0]
+    assert CheckSettings(url="http://x", secrets=("raw",), scheme="github").warnings() == []
+    code = main(["check", "http://127.0.0.1:9/webhooks", "--secret", "c2VjcmV0"])
+    err = capsys.readouterr().err
+    assert code == 2  # nothing listens there
+    assert err.count("warning:") == 1
+    assert err.index("warning:") < err.index("error:")
+
+
+def test_no_title_or_help_names_a_source_document_instead_of_what_it_checks() -> None:
+    import re
+
+    import click
+
+    from conformance.cli import COMMANDS, cli
+
+    source = re.compile(r"\bseed \d{3}\b", re.IGNORECASE)
+    texts = [
+        text
+        for scenario in CATALOGUE
+        for text in (
+            scenario.title,
+            scenario.guarantee,
+            *(e.says for e in scenario.expectations),
+        )
+    ]
+    context = click.Context(cli)
+    for name in COMMANDS:
+        command = cli.get_command(context, name)
+        assert command is not None
+        texts.append(command.get_help(click.Context(command, info_name=name)))
+    assert [t for t in texts if source.search(t)] == []
