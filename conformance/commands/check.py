@@ -47,14 +47,13 @@ def exit_status(summary: Summary) -> int:
     return 0 if summary.ok else 1
 
 
-def file_reporters(settings: CheckSettings) -> list[Reporter]:
-    """The JSON, JUnit and NDJSON reporters ``settings`` ask for (their directories must exist)."""
+def file_reporters(
+    *, json: str | None = None, junit: str | None = None, ndjson: str | None = None
+) -> list[Reporter]:
+    """The JSON, JUnit and NDJSON reporters asked for (their directories must exist); shared by
+    every command that writes reports."""
     reporters: list[Reporter] = []
-    kinds = (
-        (settings.json, JsonReporter),
-        (settings.junit, JUnitReporter),
-        (settings.ndjson, NdjsonReporter),
-    )
+    kinds = ((json, JsonReporter), (junit, JUnitReporter), (ndjson, NdjsonReporter))
     for path, kind in kinds:
         if path:
             parent = Path(path).resolve().parent
@@ -74,7 +73,10 @@ def run_settings(settings: CheckSettings) -> int:
     """Validate ``settings``, run the check with the console and file reporters, give the exit
     status."""
     settings = settings.validate()
-    reporters = [ConsoleReporter(verbose=settings.verbose), *file_reporters(settings)]
+    reporters = [
+        ConsoleReporter(verbose=settings.verbose),
+        *file_reporters(json=settings.json, junit=settings.junit, ndjson=settings.ndjson),
+    ]
     warn(settings)
     try:
         summary = asyncio.run(run_check(settings, reporters))

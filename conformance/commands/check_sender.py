@@ -10,14 +10,12 @@ file, an address it cannot listen on), printed by the root CLI as one line befor
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import click
 
-from conformance.commands.check import exit_status
+from conformance.commands.check import exit_status, file_reporters
 from conformance.exceptions import UsageError
-from conformance.reporters import ConsoleReporter, JsonReporter, JUnitReporter, Reporter
-from conformance.reporters.ndjson import NdjsonReporter
+from conformance.reporters import ConsoleReporter, Reporter
 from conformance.sender_check import SenderCheckSettings, run_sender_check
 from receiver.commands.console import make_console
 from receiver.commands.options import scheme_option, secret_option, seed_option
@@ -28,22 +26,6 @@ __all__ = ["check_sender_command", "run_check_sender"]
 _SECONDS = click.FloatRange(min=0, min_open=True)
 
 
-def _reporters(paths: dict[str, str | None]) -> list[Reporter]:
-    reporters: list[Reporter] = [ConsoleReporter()]
-    kinds: dict[str, type[JsonReporter | JUnitReporter | NdjsonReporter]] = {
-        "json": JsonReporter,
-        "junit": JUnitReporter,
-        "ndjson": NdjsonReporter,
-    }
-    for name, path in paths.items():
-        if path:
-            parent = Path(path).resolve().parent
-            if not parent.is_dir():
-                raise UsageError(f"cannot write the report {path!r}: {parent} does not exist")
-            reporters.append(kinds[name](path))
-    return reporters
-
-
 def run_check_sender(
     settings: SenderCheckSettings,
     *,
@@ -52,7 +34,10 @@ def run_check_sender(
     ndjson_path: str | None = None,
 ) -> int:
     """Run the sender check with the console and file reporters; the exit status."""
-    reporters = _reporters({"json": json_path, "junit": junit_path, "ndjson": ndjson_path})
+    reporters: list[Reporter] = [
+        ConsoleReporter(),
+        *file_reporters(json=json_path, junit=junit_path, ndjson=ndjson_path),
+    ]
     out = make_console()
     try:
         summary = asyncio.run(run_sender_check(settings, reporters, announce=out.print))
