@@ -69,6 +69,8 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
         payloads=payloads,
         show_secrets=settings.show_secrets,
         rate_limit=settings.rate_limit,
+        patience=settings.patience,
+        max_body=settings.max_body,
         **extra,
     )
 

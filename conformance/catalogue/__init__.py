@@ -16,6 +16,7 @@ from conformance.catalogue import (
     response,
     schedules,
     signature,
+    size,
     story,
 )
 from conformance.registry import Registry
@@ -27,6 +28,7 @@ FAMILIES = (
     clock,
     idempotency,
     response,
+    size,
     deadline,
     classification,
     leases,

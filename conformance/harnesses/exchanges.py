@@ -32,6 +32,14 @@ class Exchange:
     body: str = ""
     error: str = ""
     event_id: str = ""
+    gap_s: float | None = None
+    """Real seconds since the event's first copy was sent, for a duplicate (``None``: first)."""
+
+    def gap_text(self) -> str:
+        """`` (a duplicate, 2.0 s after the first copy)`` for a duplicate, else ``""``."""
+        if self.gap_s is None:
+            return ""
+        return f" (a duplicate, {self.gap_s:.3g} s after the first copy)"
 
     @property
     def answered(self) -> bool:
@@ -39,11 +47,11 @@ class Exchange:
 
     def describe(self, sensitive: Iterable[str] = ()) -> str:
         if self.status is None:
-            return self.error or "no answer"
+            return (self.error or "no answer") + self.gap_text()
         sample = scrub(self.body, sensitive).strip().replace("\n", " ")
         if len(sample) > SAMPLE_CHARS:
             sample = sample[:SAMPLE_CHARS] + "…"
         retry = self.headers.get("retry-after")
         extra = f", Retry-After: {retry}" if retry is not None else ""
         shown = f": {sample}" if sample else ""
-        return f"{self.status} in {self.latency_s * 1000:.0f} ms{extra}{shown}"
+        return f"{self.status} in {self.latency_s * 1000:.0f} ms{extra}{self.gap_text()}{shown}"

@@ -24,7 +24,7 @@ from conformance.checks import RECEIVER_CHECKS, Unjudged
 from conformance.exceptions import HarnessError
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
 from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
-from conformance.harnesses.wire_steps import ACTIONS
+from conformance.harnesses.wire_steps import ACTIONS, REQUIRES
 from conformance.model import Harness, Scenario, Side
 from conformance.results import Failure, Outcome, ScenarioResult
 
@@ -59,6 +59,10 @@ class WireHarness:
             return f"does not apply to the {self.options.scheme.name} scheme"
         if scenario.needs_probe and self.options.probe is None:
             return "needs a probe (--probe, --probe-token) to observe effects"
+        for step in scenario.steps:
+            option, reason = REQUIRES.get(step.action, ("", ""))
+            if option and getattr(self.options, option) is None:
+                return reason
         return None
 
     def observed_by(self, scenario: Scenario) -> str | None:
@@ -119,7 +123,9 @@ class WireHarness:
             if run.driver is not None:
                 await run.driver.close()
             workdir.cleanup()
-        return result(Outcome.FAILED if failures else Outcome.PASSED, failures)
+        return result(
+            Outcome.FAILED if failures else Outcome.PASSED, failures, _duplicate_gaps(run)
+        )
 
     def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver | None:
         """A sender simulator whose requests go to this harness's endpoint, if steps need one."""
@@ -146,9 +152,21 @@ class WireHarness:
             store_dir=workdir,
             timeout_s=options.timeout,
             concurrency=options.concurrency,
+            patience_s=options.patience,
         )
         driver.prepare(scenario.steps)
         for label, tracked in driver.events.items():
             run.events[label] = EventOnWire(tracked.event_id, tracked.body)
         run.driver = driver
         return driver
+
+
+def _duplicate_gaps(run: WireRun) -> str:
+    """The real time between each event's first copy and its duplicates, in words (``""`` when
+    nothing was sent twice): "hours later" on a sender's clock is this on the wire."""
+    gaps = sorted(e.gap_s for group in run.exchanges.values() for e in group if e.gap_s is not None)
+    if not gaps:
+        return ""
+    copies = "duplicate" if len(gaps) == 1 else "duplicates"
+    span = f"{gaps[0]:.3g} s" if gaps[0] == gaps[-1] else f"{gaps[0]:.3g}–{gaps[-1]:.3g} s"
+    return f"{len(gaps)} {copies} sent {span} after the first copy (real time)"

@@ -36,7 +36,13 @@ def app_settings(probe_token: str | None, **overrides: Any) -> CheckSettings:
         {"probe": f"{BASE}/_hookproof/events", "probe_token": probe_token} if probe_token else {}
     )
     base = CheckSettings(
-        url=f"{BASE}/webhooks", secrets=(SECRET,), samples=3, seed=7, concurrency=4, **probe
+        url=f"{BASE}/webhooks",
+        secrets=(SECRET,),
+        samples=3,
+        seed=7,
+        concurrency=4,
+        patience=0,
+        **probe,
     )
     return base.merged(overrides)
 
