@@ -328,7 +328,7 @@ def plain_receiver(
     db.execute("PRAGMA journal_mode=WAL") if db_path != ":memory:" else None
     _schema(db)
     secrets = [secret] if isinstance(secret, str) else list(secret)
-    if "key-not-decoded" in bugs:
+    if "key-not-decoded" in bugs or verify is not None:
         keys = [s.encode() for s in secrets]
     else:
         keys = [base64.b64decode(s.removeprefix("whsec_")) for s in secrets]

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
-
 import re
+from typing import Any
 
 from conformance.asgi import app_client
 from conformance.config import CheckSettings
@@ -72,10 +71,11 @@ def refusal_code_only(failure: Failure) -> bool:
 
 
 def broken_guarantees(results: dict[str, ScenarioResult]) -> dict[str, object]:
-    """The scenarios that did not pass for a reason other than a refusal-code convention."""
+    """The scenarios that failed or errored for a reason other than a refusal-code convention
+    (skips are not counted: a scenario that does not apply to a scheme is skipped)."""
     return {
         sid: (r.outcome.value, r.message, [(f.expected, f.observed) for f in r.failures])
         for sid, r in results.items()
-        if r.outcome is not Outcome.PASSED
+        if r.outcome not in (Outcome.PASSED, Outcome.SKIPPED)
         and not (r.outcome is Outcome.FAILED and all(refusal_code_only(f) for f in r.failures))
     }
