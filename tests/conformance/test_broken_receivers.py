@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
-from conformance.model import Harness
+from conformance.model import Harness, Severity
 from conformance.results import Outcome
 from tests.conformance.broken_receivers import (
     BROKEN,
@@ -22,6 +22,11 @@ from tests.conformance.broken_receivers import (
     plain_receiver,
 )
 from tests.conformance.support import SECRET, app_settings, run_in_process
+
+HARDENING_ONLY = frozenset(
+    {"accepts-far-future", "plain-text-errors", "no-body-limit", "body-limit-500"}
+)
+"""Bugs that break a recommendation (a ``should``), not a guarantee."""
 
 
 def test_a_correct_receiver_without_hookproof_passes_everything(tmp_path: Path) -> None:
@@ -48,6 +53,8 @@ def test_a_broken_receiver_fails_the_scenarios_that_target_its_bug(
     results = run_in_process(app, app_settings(PROBE_TOKEN, **overrides))
     failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
     assert must_fail <= failed, f"{bug}: {BROKEN[bug]}"
+    if bug not in HARDENING_ONLY:  # a broken guarantee: a must-level verdict is what fails
+        assert Severity.MUST in {CATALOGUE.get(sid).severity for sid in must_fail}, bug
     for scenario_id in must_fail:
         failure = results[scenario_id].failures[0]
         assert failure.expected
