@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from conformance.harnesses.signed_requests import REDACTED, WireRequest
 
-__all__ = ["SAMPLE_CHARS", "Exchange", "scrub"]
+__all__ = ["SAMPLE_CHARS", "Exchange", "scrub", "seconds_text"]
 
 SAMPLE_CHARS = 300
 
@@ -18,6 +18,17 @@ def scrub(text: str, sensitive: Iterable[str]) -> str:
     for value in sorted({s for s in sensitive if len(s) >= 6}, key=len, reverse=True):
         text = text.replace(value, REDACTED)
     return text
+
+
+def seconds_text(seconds: float) -> str:
+    """A real-time gap for people: ``<1 ms``, ``12 ms``, ``1.0 s``, ``2.0 h``."""
+    if seconds < 0.001:
+        return "<1 ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 3600:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 3600:.1f} h"
 
 
 @dataclass(frozen=True)
@@ -36,10 +47,11 @@ class Exchange:
     """Real seconds since the event's first copy was sent, for a duplicate (``None``: first)."""
 
     def gap_text(self) -> str:
-        """`` (a duplicate, 2.0 s after the first copy)`` for a duplicate, else ``""``."""
+        """`` (a duplicate, 2.0 s after the first copy)`` for a copy after the first, else
+        ``""``."""
         if self.gap_s is None:
             return ""
-        return f" (a duplicate, {self.gap_s:.3g} s after the first copy)"
+        return f" (a duplicate, {seconds_text(self.gap_s)} after the first copy)"
 
     @property
     def answered(self) -> bool:

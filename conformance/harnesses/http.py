@@ -22,6 +22,7 @@ import httpx
 
 from conformance.checks import RECEIVER_CHECKS, Unjudged
 from conformance.exceptions import HarnessError
+from conformance.harnesses.exchanges import seconds_text
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
 from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
 from conformance.harnesses.wire_steps import ACTIONS, REQUIRES
@@ -161,12 +162,19 @@ class WireHarness:
         return driver
 
 
+GAP_FAMILIES = frozenset({"idempotency"})
+"""The families whose duplicates are the point: their results say the real gap of each."""
+
+
 def _duplicate_gaps(run: WireRun) -> str:
     """The real time between each event's first copy and its duplicates, in words (``""`` when
     nothing was sent twice): "hours later" on a sender's clock is this on the wire."""
+    if run.scenario_id.split(".", 1)[0] not in GAP_FAMILIES:
+        return ""
     gaps = sorted(e.gap_s for group in run.exchanges.values() for e in group if e.gap_s is not None)
     if not gaps:
         return ""
     copies = "duplicate" if len(gaps) == 1 else "duplicates"
-    span = f"{gaps[0]:.3g} s" if gaps[0] == gaps[-1] else f"{gaps[0]:.3g}–{gaps[-1]:.3g} s"
+    low, high = seconds_text(gaps[0]), seconds_text(gaps[-1])
+    span = low if low == high else f"{low} to {high}"
     return f"{len(gaps)} {copies} sent {span} after the first copy (real time)"
