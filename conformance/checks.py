@@ -234,3 +234,39 @@ async def _no_leak(run: WireRun, expectation: Expectation) -> Verdict:
                 "(not shown)",
             )
     return None
+
+
+@check("effects_every")
+async def _effects_every(run: WireRun, expectation: Expectation) -> Verdict:
+    """Every event whose label starts with ``prefix`` shows exactly ``equals`` effects."""
+    probe = run.options.probe
+    if probe is None:
+        return Unjudged("no probe: effects not observed, judged by status codes only")
+    prefix = str(expectation.args["prefix"])
+    labels = [label for label in run.events if label.startswith(prefix)]
+    if not labels:
+        return Failure(expectation.describe(), f"no event {prefix!r}… was sent", "")
+    for label in labels:
+        await run.limiter.wait()
+        snapshot = await probe.read(run.probe_http, run.events[label].event_id, run.options.timeout)
+        if snapshot.effects != int(expectation.args["equals"]):
+            return await _probe_failure(run, expectation, label, snapshot.describe())
+    return None
+
+
+@check("committed_when_acknowledged")
+async def _committed_when_acknowledged(run: WireRun, expectation: Expectation) -> Verdict:
+    """Every 2xx to a copy sent while the first copy was in flight was matched, at that moment,
+    by ``committed`` with an effect on the probe (the readings the staggered step took)."""
+    if run.options.probe is None:
+        return Unjudged("no probe: what a 2xx to an in-flight copy acknowledged is not observed")
+    for exchange, snapshot in run.observations.get(expectation.args["label"], []):
+        if snapshot.status != "committed" or snapshot.effects < 1:
+            sensitive = run.redactions()
+            return Failure(
+                expectation.describe(),
+                f"a copy sent while the first was in flight got {exchange.describe(sensitive)}; "
+                f"right then, {snapshot.describe()}",
+                run.curl(exchange.request),
+            )
+    return None

@@ -47,6 +47,10 @@ class CheckSettings:
     tolerance: int = 300
     margin: int = 10
     samples: int = 20
+    patience: float = 1.0
+    """Real seconds waited before the late duplicate and the redrive copy (``--patience``)."""
+    max_body: int | None = None
+    """The receiver's declared body limit in bytes (``--max-body``; ``None``: not judged)."""
     show_secrets: bool = False
     answers: Answers = ()
     """The refusal codes the platform's sender relies on (``[answers]`` or a preset name)."""
@@ -129,6 +133,8 @@ class CheckSettings:
             raise UsageError("--wait-for-endpoint must not be negative")
         if self.max_time is not None and not self.max_time > 0:
             raise UsageError("--max-time must be positive")
+        if self.patience < 0 or (self.max_body is not None and self.max_body < 1):
+            raise UsageError("--patience must not be negative and --max-body must be positive")
         return self
 
 
@@ -147,6 +153,8 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "rate_limit": (int, float),
     "wait_for_endpoint": (int, float),
     "max_time": (int, float),
+    "patience": (int, float),
+    "max_body": int,
     "concurrency": int,
     "seed": int,
     "tolerance": int,

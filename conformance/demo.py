@@ -25,6 +25,8 @@ class ServedReceiver:
     probe_prefix: str
     secret: str = field(repr=False)
     probe_token: str = field(repr=False)
+    max_body: int | None = None
+    """The body limit the receiver enforces (so ``size.over-limit`` is judged)."""
 
 
 @contextmanager
@@ -41,6 +43,7 @@ def serving_reference_receiver(workdir: Path) -> Iterator[ServedReceiver]:
             probe_prefix=base + settings.probe_prefix,
             secret=secret,
             probe_token=token,
+            max_body=settings.max_body,
         )
 
 
@@ -51,4 +54,5 @@ def demo_settings(served: ServedReceiver) -> CheckSettings:
         secrets=(served.secret,),
         probe=served.probe_prefix,
         probe_token=served.probe_token,
+        max_body=served.max_body,
     )

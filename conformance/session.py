@@ -70,6 +70,8 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
         show_secrets=settings.show_secrets,
         rate_limit=settings.rate_limit,
         answers=settings.answers,
+        patience=settings.patience,
+        max_body=settings.max_body,
         **extra,
     )
 

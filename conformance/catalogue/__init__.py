@@ -17,6 +17,7 @@ from conformance.catalogue import (
     schedules,
     sender,
     signature,
+    size,
     story,
 )
 from conformance.registry import Registry
@@ -28,6 +29,7 @@ FAMILIES = (
     clock,
     idempotency,
     response,
+    size,
     deadline,
     classification,
     leases,

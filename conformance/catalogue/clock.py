@@ -87,4 +87,22 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         schemes=TIMED,
     ),
+    Scenario(
+        id="clock.stale-then-genuine",
+        title="Stale copy first, genuine after",
+        guarantee="A copy whose timestamp is outside the tolerance leaves no trace: it is refused "
+        "with a 4xx, and the fresh genuine copy that follows is accepted and applied once.",
+        severity=Severity.MUST,
+        tags=RC,
+        steps=(
+            step("deliver", event="a", label="stale", tolerances=-1, seconds=-60),
+            step("deliver", event="a", label="genuine"),
+        ),
+        expectations=(
+            expect("status", "the stale copy is 4xx", label="stale", allowed=("4xx",)),
+            expect("status", "the genuine copy is 2xx", label="genuine", allowed=("2xx",)),
+            expect("effects", "the probe shows exactly 1 effect", event="a", equals=1),
+        ),
+        schemes=TIMED,
+    ),
 )

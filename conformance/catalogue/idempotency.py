@@ -228,4 +228,50 @@ SCENARIOS: tuple[Scenario, ...] = (
             ),
         ),
     ),
+    Scenario(
+        id="idempotency.staggered-duplicates",
+        title="Copies staggered through the first copy's handling",
+        guarantee="Copies arriving at different moments while the first is being handled are "
+        "answered 2xx or a retryable refusal (409, 429, 503), the event is applied once, and a "
+        "2xx to a copy in flight means the event is already committed (the probe says so then).",
+        severity=Severity.MUST,
+        tags=frozenset({Harness.R, Harness.C}),
+        steps=(step("deliver_staggered", event="a", label="copies", after="after"),),
+        expectations=(
+            expect(
+                "status",
+                "every copy is 2xx, 409, 429 or 503",
+                label="copies",
+                allowed=("2xx", "409", "429", "503"),
+            ),
+            expect(
+                "status", "a copy after the first answered is 2xx", label="after", allowed=("2xx",)
+            ),
+            ONCE,
+            expect(
+                "committed_when_acknowledged",
+                "a 2xx to a copy in flight is matched by committed on the probe at that moment",
+                label="copies",
+            ),
+        ),
+    ),
+    Scenario(
+        id="idempotency.late-duplicate",
+        title="Duplicate after --patience of real time",
+        guarantee="A freshly signed duplicate sent --patience of real time after the first copy "
+        "is answered 2xx and applied no second time (a dedupe record must outlive the sender's "
+        "retries; the report gives the real gap).",
+        severity=Severity.MUST,
+        tags=frozenset({Harness.R, Harness.C}),
+        steps=(
+            step("deliver", event="a", label="first"),
+            step("wait"),
+            step("deliver", event="a", label="duplicate"),
+        ),
+        expectations=(
+            expect("status", "the first copy is 2xx", label="first", allowed=("2xx",)),
+            expect("status", "the late duplicate is 2xx", label="duplicate", allowed=("2xx",)),
+            ONCE,
+        ),
+    ),
 )

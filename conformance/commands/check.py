@@ -18,6 +18,7 @@ import click
 
 from conformance.answers import PRESETS, resolve_answers
 from conformance.config import CheckSettings, load_config
+from conformance.durations import DURATION
 from conformance.exceptions import UsageError
 from conformance.reporters import (
     ConsoleReporter,
@@ -136,6 +137,20 @@ def run_settings(settings: CheckSettings) -> int:
     help="Deliveries measured by the latency scenario (default 20).",
 )
 @click.option(
+    "--patience",
+    type=DURATION,
+    default=None,
+    help="Real time waited before the late duplicate and the redrive copy, e.g. 30s, 10m, 2h "
+    "(default 1s; a short patience cannot prove a dedupe record lasts longer).",
+)
+@click.option(
+    "--max-body",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="BYTES",
+    help="The receiver's body limit: a body twice as large must get 413 (size.over-limit).",
+)
+@click.option(
     "--config",
     "config_path",
     default=None,
@@ -187,6 +202,8 @@ def check_command(
     seed: int | None,
     tolerance: int | None,
     samples: int | None,
+    patience: float | None,
+    max_body: int | None,
     config_path: str | None,
     event_template: str | None,
     json_path: str | None,
@@ -213,6 +230,8 @@ def check_command(
         "seed": seed,
         "tolerance": tolerance,
         "samples": samples,
+        "patience": patience,
+        "max_body": max_body,
         "event_template": event_template,
         "json": json_path,
         "junit": junit_path,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from conformance.harnesses.signed_requests import REDACTED, WireRequest
 
-__all__ = ["SAMPLE_CHARS", "Exchange", "scrub"]
+__all__ = ["SAMPLE_CHARS", "Exchange", "scrub", "seconds_text"]
 
 SAMPLE_CHARS = 300
 
@@ -18,6 +18,17 @@ def scrub(text: str, sensitive: Iterable[str]) -> str:
     for value in sorted({s for s in sensitive if len(s) >= 6}, key=len, reverse=True):
         text = text.replace(value, REDACTED)
     return text
+
+
+def seconds_text(seconds: float) -> str:
+    """A real-time gap for people: ``<1 ms``, ``12 ms``, ``1.0 s``, ``2.0 h``."""
+    if seconds < 0.001:
+        return "<1 ms"
+    if seconds < 1:
+        return f"{seconds * 1000:.0f} ms"
+    if seconds < 3600:
+        return f"{seconds:.1f} s"
+    return f"{seconds / 3600:.1f} h"
 
 
 @dataclass(frozen=True)
@@ -32,6 +43,15 @@ class Exchange:
     body: str = ""
     error: str = ""
     event_id: str = ""
+    gap_s: float | None = None
+    """Real seconds since the event's first copy was sent, for a duplicate (``None``: first)."""
+
+    def gap_text(self) -> str:
+        """`` (a duplicate, 2.0 s after the first copy)`` for a copy after the first, else
+        ``""``."""
+        if self.gap_s is None:
+            return ""
+        return f" (a duplicate, {seconds_text(self.gap_s)} after the first copy)"
 
     @property
     def answered(self) -> bool:
@@ -39,11 +59,11 @@ class Exchange:
 
     def describe(self, sensitive: Iterable[str] = ()) -> str:
         if self.status is None:
-            return self.error or "no answer"
+            return (self.error or "no answer") + self.gap_text()
         sample = scrub(self.body, sensitive).strip().replace("\n", " ")
         if len(sample) > SAMPLE_CHARS:
             sample = sample[:SAMPLE_CHARS] + "…"
         retry = self.headers.get("retry-after")
         extra = f", Retry-After: {retry}" if retry is not None else ""
         shown = f": {sample}" if sample else ""
-        return f"{self.status} in {self.latency_s * 1000:.0f} ms{extra}{shown}"
+        return f"{self.status} in {self.latency_s * 1000:.0f} ms{extra}{self.gap_text()}{shown}"

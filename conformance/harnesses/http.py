@@ -22,9 +22,10 @@ import httpx
 
 from conformance.checks import Unjudged
 from conformance.exceptions import HarnessError
+from conformance.harnesses.exchanges import seconds_text
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
 from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
-from conformance.harnesses.wire_steps import ACTIONS
+from conformance.harnesses.wire_steps import ACTIONS, REQUIRES
 from conformance.judging import judge
 from conformance.model import Harness, Scenario, Side
 from conformance.results import Failure, Outcome, ScenarioResult
@@ -60,6 +61,10 @@ class WireHarness:
             return f"does not apply to the {self.options.scheme.name} scheme"
         if scenario.needs_probe and self.options.probe is None:
             return "needs a probe (--probe, --probe-token) to observe effects"
+        for step in scenario.steps:
+            option, reason = REQUIRES.get(step.action, ("", ""))
+            if option and getattr(self.options, option) is None:
+                return reason
         return None
 
     def observed_by(self, scenario: Scenario) -> str | None:
@@ -120,7 +125,9 @@ class WireHarness:
             if run.driver is not None:
                 await run.driver.close()
             workdir.cleanup()
-        return result(Outcome.FAILED if failures else Outcome.PASSED, failures)
+        return result(
+            Outcome.FAILED if failures else Outcome.PASSED, failures, _duplicate_gaps(run)
+        )
 
     def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver | None:
         """A sender simulator whose requests go to this harness's endpoint, if steps need one."""
@@ -147,9 +154,28 @@ class WireHarness:
             store_dir=workdir,
             timeout_s=options.timeout,
             concurrency=options.concurrency,
+            patience_s=options.patience,
         )
         driver.prepare(scenario.steps)
         for label, tracked in driver.events.items():
             run.events[label] = EventOnWire(tracked.event_id, tracked.body)
         run.driver = driver
         return driver
+
+
+GAP_FAMILIES = frozenset({"idempotency"})
+"""The families whose duplicates are the point: their results say the real gap of each."""
+
+
+def _duplicate_gaps(run: WireRun) -> str:
+    """The real time between each event's first copy and its duplicates, in words (``""`` when
+    nothing was sent twice): "hours later" on a sender's clock is this on the wire."""
+    if run.scenario_id.split(".", 1)[0] not in GAP_FAMILIES:
+        return ""
+    gaps = sorted(e.gap_s for group in run.exchanges.values() for e in group if e.gap_s is not None)
+    if not gaps:
+        return ""
+    copies = "duplicate" if len(gaps) == 1 else "duplicates"
+    low, high = seconds_text(gaps[0]), seconds_text(gaps[-1])
+    span = low if low == high else f"{low} to {high}"
+    return f"{len(gaps)} {copies} sent {span} after the first copy (real time)"

@@ -14,6 +14,7 @@ checks it), the virtual clock under S. Faults are compiled from the steps into t
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -72,8 +73,6 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         self.label = "unlabelled"
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
-        import asyncio
-
         body = await request.aread()
         wire = WireRequest(
             str(request.url),
@@ -193,6 +192,8 @@ class SenderDriver:
     store_dir: Path
     timeout_s: float | None = None
     concurrency: int = 4
+    patience_s: float = 0.0
+    """Real seconds waited before a redrive copy is sent (``--patience``; 0 under S)."""
     events: dict[str, TrackedEvent] = field(default_factory=dict)
     redrive_errors: list[RedriveError] = field(default_factory=list)
     start: datetime = DEFAULT_START
@@ -422,6 +423,8 @@ async def _redrive(driver: SenderDriver, args: Mapping[str, Any]) -> None:
     except SimulatorError as error:
         raise HarnessError(f"the redrive failed: {error}") from None
     if args.get("then_attempt", True):
+        if driver.patience_s > 0:
+            await asyncio.sleep(driver.patience_s)  # real time: the receiver's dedupe must last
         await driver.attempt(tracked, args.get("label", "redrive"))
 
 

@@ -9,7 +9,9 @@ the signatures redacted (unless asked otherwise).
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import hmac
 import json
 import random
 import re
@@ -27,6 +29,7 @@ __all__ = [
     "REDACTED",
     "WireRequest",
     "WireScheme",
+    "padded",
     "redact_signature",
     "unusual_json",
 ]
@@ -208,6 +211,36 @@ class WireScheme:
             raise UsageError(str(error)) from None
         return decoyed
 
+    def listed(
+        self,
+        headers: dict[str, str],
+        *,
+        position: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        rng: random.Random,
+    ) -> dict[str, str]:
+        """The valid signature ``first``, ``middle`` or ``last`` among two the receiver must skip:
+        one of the current version signed with another key and one of an unknown version."""
+        other = bytes(rng.getrandbits(8) for _ in range(32))
+        signed = self.scheme.signed_content(body, event_id=event_id, timestamp=timestamp)
+        wrong = hmac.digest(other, signed, "sha256")
+        unknown = bytes(rng.getrandbits(8) for _ in range(32))
+        value = headers[self.signature_header]
+        if self.name == "standard":
+            decoys = [
+                f"v1,{base64.b64encode(wrong).decode()}",
+                f"v2,{base64.b64encode(unknown).decode()}",
+            ]
+            entries = _placed(value, decoys, position)
+            return {**headers, self.signature_header: " ".join(entries)}
+        if self.name == "stripe":
+            stamp, _, valid = value.partition(",")
+            entries = _placed(valid, [f"v1={wrong.hex()}", f"v0={unknown.hex()}"], position)
+            return {**headers, self.signature_header: ",".join([stamp, *entries])}
+        raise UsageError(f"the {self.name} scheme carries a single signature")
+
     def drop(self, role: str, headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
         """Remove one role (``id``, ``timestamp``, ``signature``) from a signed request."""
         table: dict[str, dict[str, Callable[[], tuple[dict[str, str], bytes]]]] = {
@@ -286,6 +319,11 @@ class WireScheme:
         return cases
 
 
+def _placed(valid: str, decoys: list[str], position: str) -> list[str]:
+    index = {"first": 0, "middle": 1, "last": len(decoys)}[position]
+    return [*decoys[:index], valid, *decoys[index:]]
+
+
 _UNSIGNED_HEADERS = frozenset({"x-github-delivery"})
 _INVALID_IDS = (b"", b"two words", b"\xff\xfe", b"x" * 5000)
 
@@ -309,6 +347,16 @@ def tamper(body: bytes) -> bytes:
     return _flip_inside_string(body)
 
 
+def padded(body: bytes, size: int) -> bytes:
+    """``body`` (a JSON object) grown to at least ``size`` bytes by a ``"padding"`` member; still
+    valid JSON with the same members otherwise."""
+    text = body.rstrip()
+    if not text.endswith(b"}"):
+        return body + b" " * max(0, size - len(body))
+    filler = b"x" * max(0, size - len(text))
+    return text[:-1] + b',"padding":"' + filler + b'"}'
+
+
 def hashed(body: bytes) -> str:
     return hashlib.sha256(body).hexdigest()
 
@@ -322,6 +370,10 @@ MUTATIONS: tuple[str, ...] = (
     "missing:signature",
     "rotation",
     "unknown-version",
+    "listed:first",
+    "listed:middle",
+    "listed:last",
+    "garbled",
 )
 """The named ways a ``deliver`` step may break or vary a correctly signed request."""
 

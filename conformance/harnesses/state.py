@@ -12,10 +12,12 @@ only read it.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import random
 import secrets as secrets_module
 import time
+import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -27,7 +29,7 @@ from conformance.exceptions import DeadlineExceeded, HarnessError
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.signed_requests import WireRequest, WireScheme, tamper
 from conformance.payloads import PayloadFactory
-from conformance.probe import Probe
+from conformance.probe import Probe, ProbeSnapshot
 from receiver.clock import next_fresh_second
 from receiver.signing import Secret
 
@@ -37,6 +39,8 @@ if TYPE_CHECKING:
 __all__ = ["EventOnWire", "RateLimiter", "WireOptions", "WireRun"]
 
 BODY_LIMIT = 64 * 1024
+GARBLED = {"standard": "v1,!!!", "stripe": "t=abc,v1=zz", "github": "sha256=zz"}
+"""A signature header no parser can read, per scheme (the ``garbled`` mutation)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,11 @@ class WireOptions:
     show_secrets: bool = False
     rate_limit: float | None = None
     answers: tuple[tuple[str, tuple[int, ...]], ...] = ()
-    """The refusal codes the platform relies on (:mod:`conformance.answers`); F2 #9 §2."""
+    """The refusal codes the platform relies on (:mod:`conformance.answers`)."""
+    patience: float = 0.0
+    """Seconds of real time waited before a late duplicate and a redrive copy (``--patience``)."""
+    max_body: int | None = None
+    """The body limit the receiver declares (``--max-body``); ``None``: not declared."""
     nonce: str = field(default_factory=lambda: secrets_module.token_hex(4))
 
 
@@ -103,6 +111,11 @@ class WireRun:
     sensitive: set[str] = field(default_factory=set)
     probe_client: httpx.AsyncClient | None = None
     """The probe's own client (its own connection pool); ``None``: the webhooks' client."""
+    observations: dict[str, list[tuple[Exchange, ProbeSnapshot]]] = field(default_factory=dict)
+    """Probe readings taken the moment an answer came back, by label (staggered copies)."""
+    first_sent: dict[str, float] = field(default_factory=dict)
+    """When each event id's first copy was sent (``perf_counter``): duplicates report the gap."""
+    _signed_count: int = 0
     _counter: itertools.count[int] = field(default_factory=itertools.count)
 
     @property
@@ -150,18 +163,27 @@ class WireRun:
         skew: int = 0,
         mutation: str = "none",
         attempt: int | None = None,
+        secret_index: int | None = None,
+        body: bytes | None = None,
     ) -> WireRequest:
         scheme = self.options.scheme
-        body = event.body
+        body = event.body if body is None else body
         timestamp = self.timestamp(event, skew, fresh=True)
         if mutation == "wrong-secret":
-            wrong = _wrong_secret(scheme, self.rng)
-            headers = scheme.sign(
-                body, event_id=event.event_id, timestamp=timestamp, secrets=[wrong]
-            )
+            secret = _wrong_secret(scheme, self.rng)
         else:
-            headers = scheme.sign(body, event_id=event.event_id, timestamp=timestamp)
-        if mutation in ("rotation", "unknown-version"):
+            secret = self.next_secret() if secret_index is None else scheme.secrets[secret_index]
+        headers = scheme.sign(body, event_id=event.event_id, timestamp=timestamp, secrets=[secret])
+        if mutation.startswith("listed:"):
+            headers = scheme.listed(
+                headers,
+                position=mutation.removeprefix("listed:"),
+                body=body,
+                event_id=event.event_id,
+                timestamp=timestamp,
+                rng=self.rng,
+            )
+        elif mutation in ("rotation", "unknown-version"):
             headers = scheme.extra_signature(
                 headers,
                 kind=mutation,
@@ -172,9 +194,13 @@ class WireRun:
             )
         elif mutation == "tampered-body":
             body = tamper(body)
+        elif mutation == "garbled":
+            headers = {**headers, scheme.signature_header: GARBLED[scheme.name]}
         elif mutation.startswith("missing:"):
             headers, body = scheme.drop(mutation.removeprefix("missing:"), headers, body)
-        elif mutation not in ("none", "wrong-secret"):
+        elif mutation not in ("none", "wrong-secret", "garbled") and not mutation.startswith(
+            "listed:"
+        ):
             raise HarnessError(f"unknown mutation {mutation!r}")
         self.sensitive.update(scheme.signatures_of(headers))
         wire_headers = [("content-type", b"application/json")]
@@ -186,9 +212,27 @@ class WireRun:
             ]
         return WireRequest(self.options.url, tuple(wire_headers), body)
 
+    def next_secret(self) -> Secret:
+        """The run's secrets in turn, starting at a place fixed by the scenario: with several
+        secrets, every family's deliveries are signed with each of them (a receiver that only
+        tries its first secret breaks rotation)."""
+        secrets = self.options.scheme.secrets
+        start = zlib.crc32(self.scenario_id.encode())
+        chosen = secrets[(start + self._signed_count) % len(secrets)]
+        self._signed_count += 1
+        return chosen
+
+    def gap(self, event_id: str, now: float) -> float | None:
+        """Seconds of real time since ``event_id``'s first copy was sent (``None``: first)."""
+        if not event_id:
+            return None
+        first = self.first_sent.setdefault(event_id, now)
+        return now - first if now > first else None
+
     async def send(self, label: str, request: WireRequest, event_id: str = "") -> Exchange:
         await self.limiter.wait()
         started = time.perf_counter()
+        gap = self.gap(event_id, started)
         timeout = self.options.timeout
         try:
             response = await request_within(
@@ -208,6 +252,7 @@ class WireRun:
                 time.perf_counter() - started,
                 error=late.describe(),
                 event_id=event_id,
+                gap_s=gap,
             )
         except httpx.HTTPError as error:
             exchange = Exchange(
@@ -216,6 +261,7 @@ class WireRun:
                 time.perf_counter() - started,
                 error=f"no answer: {error.__class__.__name__}: the request failed",
                 event_id=event_id,
+                gap_s=gap,
             )
         else:
             exchange = Exchange(
@@ -225,6 +271,7 @@ class WireRun:
                 {k.lower(): v for k, v in response.headers.items()},
                 response.content[:BODY_LIMIT].decode("utf-8", "replace"),
                 event_id=event_id,
+                gap_s=gap,
             )
         self.exchanges.setdefault(label, []).append(exchange)
         return exchange
@@ -233,6 +280,9 @@ class WireRun:
         """Keep an exchange the sender simulator made (and remember its signatures to redact)."""
         headers = {k: v.decode("latin-1") for k, v in exchange.request.headers}
         self.sensitive.update(self.options.scheme.signatures_of(headers))
+        gap = self.gap(exchange.event_id, time.perf_counter() - exchange.latency_s)
+        if gap is not None:
+            exchange = dataclasses.replace(exchange, gap_s=gap)
         self.exchanges.setdefault(label, []).append(exchange)
 
     def skew(self, args: Mapping[str, Any]) -> int:

@@ -11,14 +11,22 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from conformance.harnesses.signed_requests import WireRequest
-from conformance.harnesses.state import WireRun
+from conformance.exceptions import HarnessError
+from conformance.harnesses.fuzz_cases import FuzzCase, body_cases, header_cases, wrong_length_cases
+from conformance.harnesses.signed_requests import WireRequest, padded
+from conformance.harnesses.state import EventOnWire, WireRun
 
-__all__ = ["ACTIONS", "action"]
+__all__ = ["ACTIONS", "REQUIRES", "action"]
 
 ActionFn = Callable[[WireRun, Mapping[str, Any]], Awaitable[None]]
 ACTIONS: dict[str, ActionFn] = {}
 """The wire harness's step interpreters, by action name."""
+
+
+REQUIRES: dict[str, tuple[str, str]] = {
+    "deliver_oversized": ("max_body", "needs the receiver's body limit (--max-body BYTES)"),
+}
+"""Actions that need an option the user may not give: the option and the skip reason."""
 
 
 def action(name: str) -> Callable[[ActionFn], ActionFn]:
@@ -36,16 +44,104 @@ async def _deliver(run: WireRun, args: Mapping[str, Any]) -> None:
     await run.send(args["label"], request, event.event_id)
 
 
-@action("deliver_fuzzed")
-async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
-    event = run.event(args["event"])
+def _fuzz_cases(run: WireRun, event: EventOnWire, kind: str, extra: int) -> list[FuzzCase]:
+    """The structure-aware cases of ``kind`` for ``event`` under the run's scheme (plus
+    ``extra`` seeded random ones for ``headers``)."""
+    scheme = run.options.scheme
     good = run.signed(event)
     signed = {k: v.decode("latin-1") for k, v in good.headers if k != "content-type"}
-    for headers in run.options.scheme.malformed(signed, run.rng, int(args.get("cases", 12))):
-        wire = (("content-type", b"application/json"), *headers.items())
-        await run.send(
-            args["label"], WireRequest(run.options.url, wire, event.body), event.event_id
+    stamp = event.last_timestamp
+    if kind == "headers":
+        cases = header_cases(scheme.name, signed, event.body, stamp, run.rng)
+        randoms = scheme.malformed(signed, run.rng, extra)
+        return cases + [FuzzCase(f"random#{i}", h, event.body) for i, h in enumerate(randoms)]
+    if kind == "wrong-length":
+        return wrong_length_cases(scheme.name, signed, event.body, stamp, run.rng)
+
+    def sign(body: bytes) -> dict[str, str]:
+        secret = scheme.secrets[0]
+        return scheme.sign(body, event_id=event.event_id, timestamp=stamp, secrets=[secret])
+
+    return body_cases(signed, event.body, sign, kind=kind)
+
+
+@action("deliver_fuzzed")
+async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
+    """Structure-aware bad input (:mod:`conformance.harnesses.fuzz_cases`): ``kind`` is
+    ``headers`` (every header's grammar; ``cases`` more seeded random values), ``wrong-length``,
+    ``not-utf8`` or ``not-json`` (bodies, signed and unsigned)."""
+    event = run.event(args["event"])
+    kind = str(args.get("kind", "headers"))
+    for case in _fuzz_cases(run, event, kind, int(args.get("cases", 0))):
+        run.sensitive.update(
+            run.options.scheme.signatures_of(
+                {k: v.decode("latin-1") for k, v in case.headers.items()}
+            )
         )
+        wire = (("content-type", b"application/json"), *case.headers.items())
+        await run.send(args["label"], WireRequest(run.options.url, wire, case.body), event.event_id)
+
+
+@action("deliver_each_secret")
+async def _deliver_each_secret(run: WireRun, args: Mapping[str, Any]) -> None:
+    """One event per secret the runner holds, each signed with that secret alone."""
+    for index in range(len(run.options.scheme.secrets)):
+        event = run.event(f"{args['event']}-{index}")
+        request = run.signed(event, secret_index=index)
+        await run.send(args["label"], request, event.event_id)
+
+
+@action("wait")
+async def _wait(run: WireRun, args: Mapping[str, Any]) -> None:
+    """Let ``--patience`` pass in real time (a late duplicate must still be recognised)."""
+    patience = run.options.patience
+    if patience > 0:
+        await asyncio.sleep(patience)  # real time: what a dedupe record must outlast
+    run.notes.append(f"waited {patience:g} s of real time (--patience)")
+
+
+@action("deliver_oversized")
+async def _deliver_oversized(run: WireRun, args: Mapping[str, Any]) -> None:
+    """A correctly signed body well past the declared ``--max-body`` (twice it, plus 1 KiB)."""
+    limit = run.options.max_body
+    if limit is None:
+        raise HarnessError("no body limit declared (--max-body)")
+    event = run.event(args["event"])
+    size = 2 * limit + 1024
+    body = padded(event.body, size)
+    await run.send(args["label"], run.signed(event, body=body), event.event_id)
+
+
+@action("deliver_staggered")
+async def _deliver_staggered(run: WireRun, args: Mapping[str, Any]) -> None:
+    """The first copy, then copies staggered through its handling (after a few event-loop turns,
+    then 1, 2, 4 … ms, until it answers), then one copy after it answered. A copy answered 2xx
+    while the first was still in flight is matched by a probe reading taken at that moment."""
+    event = run.event(args["event"])
+    label = args["label"]
+    first = asyncio.ensure_future(run.send(label, run.signed(event), event.event_id))
+    copies: list[asyncio.Future[None]] = []
+    delays = [0.0, 0.0, 0.0, 0.001, 0.002, 0.004, 0.008, 0.016, 0.032, 0.064]
+    for delay in delays[: int(args.get("copies", len(delays)))]:
+        for _ in range(3):
+            await asyncio.sleep(0)  # let the first copy's handling move on
+        if delay:
+            await asyncio.wait({first}, timeout=delay)  # real time: stagger through it
+        if first.done():
+            break
+        copies.append(asyncio.ensure_future(_copy_in_flight(run, event, label)))
+    await first
+    await asyncio.gather(*copies)
+    await run.send(args.get("after", "after"), run.signed(event), event.event_id)
+
+
+async def _copy_in_flight(run: WireRun, event: EventOnWire, label: str) -> None:
+    exchange = await run.send(label, run.signed(event), event.event_id)
+    probe = run.options.probe
+    if probe is None or exchange.status is None or exchange.status // 100 != 2:
+        return
+    snapshot = await probe.read(run.probe_http, event.event_id, run.options.timeout)
+    run.observations.setdefault(label, []).append((exchange, snapshot))
 
 
 @action("deliver_many")

@@ -18,7 +18,7 @@ import itertools
 import json
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from starlette.applications import Starlette
@@ -50,6 +50,23 @@ BROKEN: Mapping[str, str] = {
     "slow": "takes longer than the sender's timeout to answer",
     "plain-text-errors": "refuses with text/plain instead of problem details",
     "leaky-errors": "echoes the signature it expected in its 401 body",
+    "only-first-secret": "tries only the first of its secrets (rotation breaks)",
+    "only-last-signature": "checks only the last entry of the signature header",
+    "crash-on-wrong-length": "compares with a length-checking compare that throws on 16/48 bytes",
+    "crash-on-non-utf8": "decodes the body as UTF-8 before anything, unguarded",
+    "crash-on-non-json": "parses the verified body as JSON without a guard",
+    "crash-on-timestamp": "int()s the timestamp header without a guard",
+    "crash-on-signature-entry": "unpacks 'version, sig = entry.split(\",\")' and decodes unguarded",
+    "case-sensitive-header": "looks up 'Webhook-Id' in the raw headers case-sensitively",
+    "key-not-decoded": "uses the 'whsec_…' string itself as the HMAC key",
+    "strips-whitespace": "verifies body.strip() instead of the raw bytes",
+    "record-id-before-verify": "records the event id as processed before verifying",
+    "claim-not-released": "claims the event id before verifying and keeps the claim on refusal",
+    "seen-before-timestamp-check": "records the id after the signature, before the timestamp check",
+    "ack-in-flight-copy": "answers 200 'already received' to a copy while the first is in flight",
+    "dedupe-expires": "keeps its dedupe record for a fraction of a second only",
+    "no-body-limit": "accepts a body of any size",
+    "body-limit-500": "raises (500) when the body is over its limit",
 }
 """Every broken receiver: its bug in words."""
 
@@ -101,8 +118,38 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "slow": frozenset({"response.within-timeout"}),
     "plain-text-errors": frozenset({"response.problem-details"}),
     "leaky-errors": frozenset({"response.no-secret-leak"}),
+    "only-first-secret": frozenset({"signature.each-secret"}),
+    "only-last-signature": frozenset({"signature.list-positions"}),
+    "crash-on-wrong-length": frozenset({"signature.wrong-length-entry"}),
+    "crash-on-non-utf8": frozenset({"signature.body-not-utf8"}),
+    "crash-on-non-json": frozenset({"signature.body-not-json"}),
+    "crash-on-timestamp": frozenset({"signature.malformed-headers"}),
+    "crash-on-signature-entry": frozenset({"signature.malformed-headers"}),
+    "case-sensitive-header": frozenset({"signature.valid"}),
+    "key-not-decoded": frozenset({"signature.valid", "signature.each-secret"}),
+    "strips-whitespace": frozenset({"signature.raw-bytes"}),
+    "record-id-before-verify": frozenset(
+        {"signature.forged-then-genuine", "signature.tampered-then-genuine"}
+    ),
+    "claim-not-released": frozenset(
+        {"signature.forged-then-genuine", "signature.garbled-then-genuine"}
+    ),
+    "seen-before-timestamp-check": frozenset({"clock.stale-then-genuine"}),
+    "ack-in-flight-copy": frozenset({"idempotency.staggered-duplicates"}),
+    "dedupe-expires": frozenset({"idempotency.late-duplicate"}),
+    "no-body-limit": frozenset({"size.over-limit"}),
+    "body-limit-500": frozenset({"size.over-limit"}),
 }
 """For each broken receiver, the scenarios that must fail against it (with a probe)."""
+
+SECOND_SECRET = "whsec_" + base64.b64encode(b"the-second-secret-of-rotation").decode()
+TWO_SECRETS = frozenset({"only-first-secret"})
+"""Bugs shown with two secrets on both sides (the runner signs with each in turn)."""
+SETTINGS: Mapping[str, Mapping[str, object]] = {"dedupe-expires": {"patience": 0.3}}
+"""Runner settings a bug needs to show: wait longer than its dedupe record lasts."""
+
+DEDUPE_EXPIRY_S = 0.1
+MAX_BODY = 4096
 
 KNOWN_TYPES = frozenset({"invoice.paid", "renewal.reminder"})
 
@@ -110,11 +157,13 @@ KNOWN_TYPES = frozenset({"invoice.paid", "renewal.reminder"})
 @dataclass
 class _State:
     db: sqlite3.Connection
-    key: bytes
+    keys: list[bytes]
     bugs: frozenset[str]
     tolerance: int
     pending: list[str] = field(default_factory=list)
     never: asyncio.Event | None = None
+    seen: set[str] = field(default_factory=set)
+    """Event ids a "seen set" receiver answers as duplicates without looking further."""
     serial: itertools.count[int] = field(default_factory=itertools.count)
 
 
@@ -132,52 +181,98 @@ def _schema(db: sqlite3.Connection) -> None:
     db.executescript(
         """
         CREATE TABLE IF NOT EXISTS inbox (
-            key TEXT PRIMARY KEY, event_id TEXT, state TEXT, status INTEGER, deliveries INTEGER);
+            key TEXT PRIMARY KEY, event_id TEXT, state TEXT, status INTEGER, deliveries INTEGER,
+            created REAL);
         CREATE TABLE IF NOT EXISTS effects (event_id TEXT);
         """
     )
+
+
+def _entries(state: _State, header: str) -> list[bytes] | Response:
+    """The decoded v1 signatures of the header (or the refusal)."""
+    bugs = state.bugs
+    if "crash-on-signature-entry" in bugs:
+        pairs = []
+        for entry in header.split(" "):
+            version, sig = entry.split(",")  # ValueError without (or with two) commas: a 500
+            pairs.append((version, sig))
+        return [base64.b64decode(sig) for version, sig in pairs if version == "v1"]
+    entries = [entry.split(",", 1) for entry in header.split() if "," in entry]
+    if not entries:
+        return _problem(state, 400, "malformed-header", "no signature entry")
+    if "rejects-unknown-version" in bugs and any(v != "v1" for v, _ in entries):
+        return _problem(state, 400, "malformed-header", "unknown signature version")
+    if "only-first-signature" in bugs:
+        entries = entries[:1]
+    if "only-last-signature" in bugs:
+        entries = entries[-1:]
+    candidates = []
+    for version, sig in entries:
+        if version == "v1":
+            try:
+                candidates.append(base64.b64decode(sig, validate=True))
+            except ValueError:
+                continue
+    return candidates
+
+
+def _length_checked_equal(a: bytes, b: bytes) -> bool:
+    """Like Node's ``crypto.timingSafeEqual``: throws when the lengths differ."""
+    if len(a) != len(b):
+        raise ValueError("Input buffers must have the same byte length")
+    return hmac.compare_digest(a, b)
 
 
 def _verify(state: _State, headers: Mapping[str, str], body: bytes) -> Response | None:
     """``None`` when the delivery is authentic, else the refusal."""
     bugs = state.bugs
     missing = 401 if "missing-is-401" in bugs else 400
+    if "case-sensitive-header" in bugs:  # a plain dict of the names as they arrived (lower case)
+        raw = dict(headers.items())
+        names = ("Webhook-Id", "Webhook-Timestamp", "Webhook-Signature")
+        headers = {name.lower(): raw[name] for name in names if name in raw}
     event_id = headers.get("webhook-id")
     raw_ts = headers.get("webhook-timestamp")
     header = headers.get("webhook-signature")
     if event_id is None or raw_ts is None or header is None:
         return _problem(state, missing, "missing-header", "a webhook header is missing")
+    if "crash-on-non-utf8" in bugs:
+        body.decode("utf-8")  # UnicodeDecodeError: a 500
+    if "record-id-before-verify" in bugs:
+        state.seen.add(event_id)
     if "crash-on-malformed" in bugs:
         timestamp = int(raw_ts)  # raises on garbage: a 500
         entries = [entry.split(",", 1) for entry in header.split(" ")]
-        candidates = [base64.b64decode(sig, validate=True) for _, sig in entries]
+        candidates: list[bytes] = [base64.b64decode(sig, validate=True) for _, sig in entries]
     else:
-        if not (raw_ts.isascii() and raw_ts.isdigit() and len(raw_ts) <= 12):
+        if "crash-on-timestamp" in bugs:
+            timestamp = int(raw_ts)  # ValueError on garbage: a 500
+        elif not (raw_ts.isascii() and raw_ts.isdigit() and len(raw_ts) <= 12):
             return _problem(state, 400, "malformed-header", "the timestamp is malformed")
         if not event_id or not event_id.isascii() or " " in event_id or len(event_id) > 255:
             return _problem(state, 400, "malformed-header", "the event id is malformed")
         timestamp = int(raw_ts)
-        entries = [entry.split(",", 1) for entry in header.split() if "," in entry]
-        if not entries:
-            return _problem(state, 400, "malformed-header", "no signature entry")
-        if "rejects-unknown-version" in bugs and any(v != "v1" for v, _ in entries):
-            return _problem(state, 400, "malformed-header", "unknown signature version")
-        if "only-first-signature" in bugs:
-            entries = entries[:1]
-        candidates = []
-        for version, sig in entries:
-            if version == "v1":
-                try:
-                    candidates.append(base64.b64decode(sig, validate=True))
-                except ValueError:
-                    continue
-    if "no-timestamp-check" not in bugs:
+        found = _entries(state, header)
+        if isinstance(found, Response):
+            return found
+        candidates = found
+
+    def timestamp_refusal() -> Response | None:
+        if "no-timestamp-check" in bugs:
+            return None
         tolerance = 60 if "tight-tolerance" in bugs else state.tolerance
         now = int(time.time())
         too_old = timestamp < now - tolerance
         too_new = timestamp > now + tolerance and "accepts-far-future" not in bugs
         if too_old or too_new:
             return _problem(state, 401, "timestamp-outside-tolerance", "timestamp out of range")
+        return None
+
+    late_check = "seen-before-timestamp-check" in bugs
+    if not late_check:
+        refusal = timestamp_refusal()
+        if refusal is not None:
+            return refusal
     if "no-signature-check" in bugs:
         return None
     signed_body = body
@@ -188,31 +283,57 @@ def _verify(state: _State, headers: Mapping[str, str], body: bytes) -> Response 
             ).encode()
         except ValueError:
             return _problem(state, 400, "invalid-payload", "not JSON")
+    if "strips-whitespace" in bugs:
+        signed_body = body.strip()
     signed = f"{event_id}.{raw_ts}.".encode() + signed_body
-    expected = hmac.digest(state.key, signed, "sha256")
-    if not any(hmac.compare_digest(expected, c) for c in candidates):
+    keys = state.keys[:1] if "only-first-secret" in bugs else state.keys
+    equal = _length_checked_equal if "crash-on-wrong-length" in bugs else hmac.compare_digest
+    expected = b""
+    matched = False
+    for key in keys:
+        expected = hmac.digest(key, signed, "sha256")
+        matched = matched or any(equal(expected, c) for c in candidates)
+    if not matched:
         detail = "no signature matches"
         if "leaky-errors" in bugs:
             detail += f"; expected v1,{base64.b64encode(expected).decode()}"
         return _problem(state, 401, "signature-mismatch", detail)
+    if late_check:
+        state.seen.add(event_id)
+        return timestamp_refusal()
     return None
 
 
+Verify = Callable[[Mapping[str, str], bytes], tuple[str, Response | None]]
+"""A receiver's own verification: the event id and ``None``, or the refusal."""
+
+
 def plain_receiver(
-    secret: str,
+    secret: str | Sequence[str],
     *,
     bugs: frozenset[str] = frozenset(),
     db_path: str = ":memory:",
     tolerance: int = 300,
+    max_body: int = MAX_BODY,
+    verify: Verify | None = None,
 ) -> Starlette:
-    """A Standard Webhooks receiver on ``POST /webhooks`` with the probe on
-    ``GET /_hookproof/events/{event_id}``; ``bugs`` are names from :data:`BROKEN`."""
+    """A webhook receiver on ``POST /webhooks`` with the probe on
+    ``GET /_hookproof/events/{event_id}``; ``bugs`` are names from :data:`BROKEN`.
+
+    By default it verifies Standard Webhooks by hand with ``secret`` (one or several, tried in
+    order); ``verify`` replaces that with a receiver's own verification (a public library's)."""
     unknown = bugs - set(BROKEN)
     assert not unknown, unknown
     db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL") if db_path != ":memory:" else None
     _schema(db)
-    state = _State(db, base64.b64decode(secret.removeprefix("whsec_")), bugs, tolerance)
+    secrets = [secret] if isinstance(secret, str) else list(secret)
+    if "key-not-decoded" in bugs or verify is not None:
+        keys = [s.encode() for s in secrets]
+    else:
+        keys = [base64.b64decode(s.removeprefix("whsec_")) for s in secrets]
+    state = _State(db, keys, bugs, tolerance)
+    work_turns = 500 if "ack-in-flight-copy" in bugs else 3
 
     def apply(key: str, event_id: str) -> None:
         with_tx = db.execute
@@ -221,10 +342,24 @@ def plain_receiver(
         with_tx("UPDATE inbox SET state='committed', status=200 WHERE key=?", (key,))
         with_tx("COMMIT")
 
+    def authenticate(headers: Mapping[str, str], body: bytes) -> tuple[str, Response | None]:
+        if verify is not None:
+            return verify(headers, body)
+        event_id = headers.get("webhook-id", "")
+        if "claim-not-released" in bugs and event_id:
+            db.execute(
+                "INSERT OR IGNORE INTO inbox VALUES (?, ?, 'in_flight', NULL, 1, ?)",
+                (event_id, event_id, time.monotonic()),
+            )
+        return event_id, _verify(state, headers, body)
+
     async def webhook(request: Request) -> Response:
         body = await request.body()
+        if len(body) > max_body and "no-body-limit" not in bugs:
+            if "body-limit-500" in bugs:
+                raise RuntimeError("request entity too large")
+            return _problem(state, 413, "body-too-large", "the body is too large")
         headers = request.headers
-        event_id = headers.get("webhook-id", "")
         if "slow" in bugs:
             state.never = state.never or asyncio.Event()
             await state.never.wait()
@@ -232,16 +367,24 @@ def plain_receiver(
             state.pending.remove(key)
             apply(key, key)
         if "dedupe-before-verify" in bugs:
+            event_id = headers.get("webhook-id", "")
             row = db.execute("SELECT state FROM inbox WHERE key=?", (event_id,)).fetchone()
             if row is not None and row[0] == "committed":
                 return JSONResponse({"status": "already applied"})
-        refusal = _verify(state, headers, body)
+        if headers.get("webhook-id") in state.seen:  # the "seen set" receivers' dedupe
+            return JSONResponse({"status": "duplicate"})
+        event_id, refusal = authenticate(headers, body)
         if refusal is not None:
             return refusal
-        try:
-            document = json.loads(body)
-        except ValueError:
-            return _problem(state, 400, "invalid-payload", "the body is not JSON")
+        if "crash-on-non-json" in bugs:
+            document = json.loads(body)  # ValueError on a signed non-JSON body: a 500
+        else:
+            try:
+                document = json.loads(body)
+            except ValueError:
+                return _problem(state, 400, "invalid-payload", "the body is not JSON")
+        if not isinstance(document, dict):
+            return _problem(state, 400, "invalid-payload", "the body is not a JSON object")
         if "rejects-generic-event" in bugs and document.get("type") not in KNOWN_TYPES:
             return _problem(state, 422, "unknown-type", "unknown event type")
         key = hashlib.sha256(body).hexdigest() if "dedupe-on-body-hash" in bugs else event_id
@@ -252,16 +395,24 @@ def plain_receiver(
             await asyncio.sleep(0)  # yield between check and insert: the race window
             if row is None:
                 db.execute(
-                    "INSERT OR REPLACE INTO inbox VALUES (?, ?, 'in_flight', NULL, 1)",
-                    (key, event_id),
+                    "INSERT OR REPLACE INTO inbox VALUES (?, ?, 'in_flight', NULL, 1, ?)",
+                    (key, event_id, time.monotonic()),
                 )
                 await asyncio.sleep(0)
                 apply(key, event_id)
             return JSONResponse({"status": "ok"})
         db.execute("BEGIN IMMEDIATE")
+        if "dedupe-expires" in bugs:
+            db.execute(
+                "DELETE FROM inbox WHERE created < ? AND state = 'committed'",
+                (time.monotonic() - DEDUPE_EXPIRY_S,),
+            )
         row = db.execute("SELECT state FROM inbox WHERE key=?", (key,)).fetchone()
         if row is None:
-            db.execute("INSERT INTO inbox VALUES (?, ?, 'in_flight', NULL, 1)", (key, event_id))
+            db.execute(
+                "INSERT INTO inbox VALUES (?, ?, 'in_flight', NULL, 1, ?)",
+                (key, event_id, time.monotonic()),
+            )
         else:
             db.execute("UPDATE inbox SET deliveries = deliveries + 1 WHERE key=?", (key,))
         db.execute("COMMIT")
@@ -272,12 +423,14 @@ def plain_receiver(
         if row is not None:  # in flight
             if "in-flight-409" in bugs:
                 return _problem(state, 409, "duplicate", "being processed")
+            if "ack-in-flight-copy" in bugs:
+                return JSONResponse({"status": "already received"})
             extra = {} if "in-flight-no-retry-after" in bugs else {"retry-after": "1"}
             return Response(status_code=503, headers=extra)
         if "ack-before-commit" in bugs:
             state.pending.append(key)
             return JSONResponse({"status": "accepted"})
-        for _ in range(3):
+        for _ in range(work_turns):
             await asyncio.sleep(0)  # the handler's work: concurrent copies overlap here
         apply(key, event_id)
         return JSONResponse({"status": "applied"})

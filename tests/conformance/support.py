@@ -11,7 +11,7 @@ from conformance.asgi import app_client
 from conformance.config import CheckSettings
 from conformance.events import Event, RunFinished
 from conformance.model import Harness
-from conformance.results import ScenarioResult
+from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
 
 SECRET = "whsec_" + base64.b64encode(b"hookproof-conformance-tests!").decode()
@@ -36,7 +36,13 @@ def app_settings(probe_token: str | None, **overrides: Any) -> CheckSettings:
         {"probe": f"{BASE}/_hookproof/events", "probe_token": probe_token} if probe_token else {}
     )
     base = CheckSettings(
-        url=f"{BASE}/webhooks", secrets=(SECRET,), samples=3, seed=7, concurrency=4, **probe
+        url=f"{BASE}/webhooks",
+        secrets=(SECRET,),
+        samples=3,
+        seed=7,
+        concurrency=4,
+        patience=0,
+        **probe,
     )
     return base.merged(overrides)
 
@@ -51,3 +57,14 @@ def run_in_process(app: Any, settings: CheckSettings) -> dict[str, ScenarioResul
 
     asyncio.run(go())
     return {r.scenario.id: r for r in collector.results}
+
+
+def broken_guarantees(results: dict[str, ScenarioResult]) -> dict[str, object]:
+    """The scenarios that broke a ``must`` or errored, as the runner grades them (a refusal
+    answered with another 4xx than hookproof's table is a ``should``; skips are not counted: a
+    scenario that does not apply to a scheme is skipped)."""
+    return {
+        sid: (r.outcome.value, r.message, [(f.expected, f.observed) for f in r.failures])
+        for sid, r in results.items()
+        if r.breaks_must or r.outcome is Outcome.ERROR
+    }

@@ -9,15 +9,30 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
-from conformance.model import Harness
+from conformance.model import Harness, Severity
 from conformance.results import Outcome
-from tests.conformance.broken_receivers import BROKEN, MUST_FAIL, PROBE_TOKEN, plain_receiver
+from tests.conformance.broken_receivers import (
+    BROKEN,
+    MAX_BODY,
+    MUST_FAIL,
+    PROBE_TOKEN,
+    SECOND_SECRET,
+    SETTINGS,
+    TWO_SECRETS,
+    plain_receiver,
+)
 from tests.conformance.support import SECRET, app_settings, run_in_process
+
+HARDENING_ONLY = frozenset(
+    {"accepts-far-future", "plain-text-errors", "no-body-limit", "body-limit-500"}
+)
+"""Bugs that break a recommendation (a ``should``), not a guarantee."""
 
 
 def test_a_correct_receiver_without_hookproof_passes_everything(tmp_path: Path) -> None:
-    app = plain_receiver(SECRET, db_path=str(tmp_path / "inbox.sqlite"))
-    results = run_in_process(app, app_settings(PROBE_TOKEN))
+    app = plain_receiver((SECRET, SECOND_SECRET), db_path=str(tmp_path / "inbox.sqlite"))
+    settings = app_settings(PROBE_TOKEN, secrets=(SECRET, SECOND_SECRET), max_body=MAX_BODY)
+    results = run_in_process(app, settings)
     outcomes = {sid: r.outcome for sid, r in results.items()}
     assert outcomes == {s.id: Outcome.PASSED for s in CATALOGUE.tagged(Harness.R)}
 
@@ -26,13 +41,20 @@ def test_a_correct_receiver_without_hookproof_passes_everything(tmp_path: Path) 
 def test_a_broken_receiver_fails_the_scenarios_that_target_its_bug(
     bug: str, must_fail: frozenset[str]
 ) -> None:
-    app = plain_receiver(SECRET, bugs=frozenset({bug}))
-    overrides: dict[str, object] = {}
+    secrets = (SECRET, SECOND_SECRET) if bug in TWO_SECRETS else (SECRET,)
+    app = plain_receiver(secrets, bugs=frozenset({bug}))
+    overrides: dict[str, object] = {
+        "secrets": secrets,
+        "max_body": MAX_BODY,
+        **SETTINGS.get(bug, {}),
+    }
     if bug == "slow":  # every answer would time out: check only what targets it, quickly
-        overrides = {"timeout": 0.2, "select": tuple(must_fail), "samples": 2}
+        overrides |= {"timeout": 0.2, "select": tuple(must_fail), "samples": 2}
     results = run_in_process(app, app_settings(PROBE_TOKEN, **overrides))
     failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
     assert must_fail <= failed, f"{bug}: {BROKEN[bug]}"
+    if bug not in HARDENING_ONLY:  # a broken guarantee: a must-level verdict is what fails
+        assert Severity.MUST in {CATALOGUE.get(sid).severity for sid in must_fail}, bug
     for scenario_id in must_fail:
         failure = results[scenario_id].failures[0]
         assert failure.expected

@@ -53,6 +53,7 @@ MINIMUM = {
         "distinct-same-body",
     },
     "response": {"within-timeout", "ack-after-commit"},
+    "size": {"over-limit"},
     "deadline": {"retry-before", "retry-at", "retry-after", "first-too-late", "worker-clock-skew"},
     "classification": {
         "gone",
@@ -83,6 +84,7 @@ TAGS = {
     "clock": "RC",
     "idempotency": "SRC",
     "response": "RC",
+    "size": "RC",
     "deadline": "S",
     "classification": "S",
     "leases": "S",

@@ -22,13 +22,15 @@ from tests.conformance.report_schema import validate_report
 from tests.conformance.support import SECRET
 
 C_IDS = [s.id for s in CATALOGUE.tagged(Harness.C)]
-FAST = ["--samples", "5", "--concurrency", "4"]
+FAST = ["--samples", "5", "--concurrency", "4", "--patience", "0"]
 
 
 @pytest.fixture(scope="module")
 def reference(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = tmp_path_factory.mktemp("reference") / "inbox.sqlite"
-    app = create_app(ReceiverSettings(secrets=[SECRET], db=str(db), probe_token=PROBE_TOKEN))
+    app = create_app(
+        ReceiverSettings(secrets=[SECRET], db=str(db), probe_token=PROBE_TOKEN, max_body=65536)
+    )
     with running_server(app) as base:
         yield base
 
@@ -55,6 +57,8 @@ def test_the_reference_receiver_passes_every_c_scenario_over_http(
             SECRET,
             *_probe(reference),
             *FAST,
+            "--max-body",
+            "65536",
             "--json",
             str(report),
             "--junit",

@@ -46,9 +46,10 @@ def test_every_r_scenario_passes_against_the_reference_receiver(
             db=str(tmp_path / "inbox.sqlite"),
             probe_token="probe-token",
             scheme=scheme,
+            max_body=64 * 1024,
         )
     )
-    settings = app_settings("probe-token", scheme=scheme, secrets=(secret,))
+    settings = app_settings("probe-token", scheme=scheme, secrets=(secret,), max_body=64 * 1024)
     results = run_in_process(app, settings)
     assert set(results) == {s.id for s in CATALOGUE.tagged(Harness.R)}
     bad = {

@@ -59,6 +59,8 @@ def test_the_plugin_is_inert_without_its_options(pytester: pytest.Pytester) -> N
 
 def test_one_item_per_scenario_against_an_app_in_process(apps: pytest.Pytester) -> None:
     apps.makepyfile(conftest="import partner_apps\napp = partner_apps.reference()\n")
+    # the reference receiver's body limit, declared; no real-time patience in a unit test
+    apps.makefile(".toml", hookproof="max_body = 1048576\npatience = 0\n")
     result = apps.runpytest_inprocess(
         "-p",
         "no:cacheprovider",

@@ -229,6 +229,7 @@ def test_hookproof_check_passes_the_whole_catalogue_against_replicas_on_postgres
     from conformance.catalogue import CATALOGUE
     from conformance.cli import main
     from conformance.model import Harness
+    from receiver.middleware import DEFAULT_MAX_BODY
 
     group = shared
     checked = group.replicas[0]  # replica b shares the inbox
@@ -249,6 +250,10 @@ def test_hookproof_check_passes_the_whole_catalogue_against_replicas_on_postgres
             "6",
             "--seed",
             "7",
+            "--max-body",  # the replicas' limit (the receiver's default)
+            str(DEFAULT_MAX_BODY),
+            "--patience",
+            "0",
             "--json",
             str(report),
         ]

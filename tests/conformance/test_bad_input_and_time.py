@@ -1,0 +1,188 @@
+"""The runner's new instruments: structure-aware bad input per scheme, signature lists, each
+secret in turn, the real gap of every duplicate and ``--patience``, and ``--max-body``."""
+
+from __future__ import annotations
+
+import base64
+import random
+from pathlib import Path
+
+import httpx
+import pytest
+from click.testing import CliRunner
+
+from conformance.config import CheckSettings, load_config
+from conformance.durations import parse_duration
+from conformance.exceptions import UsageError
+from conformance.harnesses.exchanges import seconds_text
+from conformance.harnesses.fuzz_cases import body_cases, header_cases, wrong_length_cases
+from conformance.harnesses.signed_requests import WireScheme, padded
+from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
+from conformance.results import Outcome
+from receiver.signing import Secret
+from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
+from tests.conformance.support import SECRET, app_settings, run_in_process
+
+SCHEMES = {"standard": SECRET, "stripe": "whsec_stripe_style", "github": "github-secret"}
+
+
+def _genuine(scheme: str) -> tuple[WireScheme, dict[str, str], bytes]:
+    wire = WireScheme(scheme, (Secret(SCHEMES[scheme]),))
+    body = b'{"id":"evt_1","type":"ping"}'
+    return wire, wire.sign(body, event_id="evt_1", timestamp=1_700_000_000), body
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_every_header_of_the_scheme_is_broken_by_some_case(scheme: str) -> None:
+    _, headers, body = _genuine(scheme)
+    cases = header_cases(scheme, headers, body, 1_700_000_000, random.Random(1))
+    genuine = {k: v.encode("latin-1") for k, v in headers.items()}
+    broken = {name for case in cases for name in headers if case.headers[name] != genuine[name]}
+    assert broken == set(headers)
+    assert len({case.name for case in cases}) == len(cases)
+    for case in cases:  # one header differs from the genuine request, the body never
+        differing = [k for k in headers if case.headers[k] != genuine[k]]
+        assert len(differing) == 1
+        assert case.body == body
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_wrong_length_entries_are_well_formed_with_16_or_48_bytes(scheme: str) -> None:
+    wire, headers, body = _genuine(scheme)
+    cases = wrong_length_cases(scheme, headers, body, 1_700_000_000, random.Random(1))
+    values = [case.headers[wire.signature_header].decode() for case in cases]
+    if scheme == "standard":
+        sizes = [len(base64.b64decode(v.removeprefix("v1,"), validate=True)) for v in values]
+    else:
+        sizes = [len(bytes.fromhex(v.rpartition("=")[2])) for v in values]
+    assert sizes == [16, 48]
+
+
+def test_bad_bodies_come_signed_and_unsigned() -> None:
+    wire, headers, body = _genuine("standard")
+
+    def sign(bad: bytes) -> dict[str, str]:
+        return wire.sign(bad, event_id="evt_1", timestamp=1_700_000_000)
+
+    for kind in ("not-utf8", "not-json"):
+        cases = body_cases(headers, body, sign, kind=kind)
+        assert {c.name.rpartition(":")[2] for c in cases} == {"signed", "unsigned"}
+        signed = [c for c in cases if c.name.endswith(":signed")]
+        assert all(c.headers["webhook-signature"] != headers["webhook-signature"] for c in signed)
+    utf8 = body_cases(headers, body, sign, kind="not-utf8")
+    with pytest.raises(UnicodeDecodeError):
+        utf8[0].body.decode("utf-8")
+
+
+@pytest.mark.parametrize("position", ["first", "middle", "last"])
+def test_the_valid_signature_is_placed_first_middle_or_last(position: str) -> None:
+    wire, headers, body = _genuine("standard")
+    listed = wire.listed(
+        headers,
+        position=position,
+        body=body,
+        event_id="evt_1",
+        timestamp=1_700_000_000,
+        rng=random.Random(3),
+    )
+    entries = listed["webhook-signature"].split(" ")
+    assert len(entries) == 3
+    assert (
+        entries.index(headers["webhook-signature"])
+        == {"first": 0, "middle": 1, "last": 2}[position]
+    )
+    assert sorted(e.split(",")[0] for e in entries) == ["v1", "v1", "v2"]
+
+
+def test_padding_keeps_valid_json_well_past_the_size() -> None:
+    import json
+
+    grown = padded(b'{"a": 1}', 10_000)
+    assert len(grown) >= 10_000
+    assert json.loads(grown)["a"] == 1
+
+
+def test_every_family_signs_with_each_secret_in_turn() -> None:
+    wire = WireScheme("standard", (Secret(SECRET), Secret(SECOND_SECRET)))
+    options = WireOptions(url="http://x/webhooks", scheme=wire)
+    for scenario in ("signature.valid", "idempotency.sequential-duplicate"):
+        run = WireRun(options, httpx.AsyncClient(), RateLimiter(None), random.Random(1), scenario)
+        used = [run.next_secret().value for _ in range(4)]
+        assert set(used) == {SECRET, SECOND_SECRET}
+        assert used[0] != used[1]
+
+
+def test_the_real_gap_of_every_duplicate_is_reported() -> None:
+    app = plain_receiver((SECRET, SECOND_SECRET))
+    settings = app_settings(
+        PROBE_TOKEN,
+        secrets=(SECRET, SECOND_SECRET),
+        patience=0.05,
+        select=("idempotency.late-duplicate", "signature.each-secret"),
+    )
+    results = run_in_process(app, settings)
+    assert {r.outcome for r in results.values()} == {Outcome.PASSED}
+    late = results["idempotency.late-duplicate"].message
+    assert late.startswith("1 duplicate sent ")
+    assert late.endswith(" ms after the first copy (real time)")
+    gap_ms = float(late.removeprefix("1 duplicate sent ").split(" ")[0])
+    assert gap_ms >= 50
+    assert results["signature.each-secret"].message == ""
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(0.0004, "<1 ms"), (0.012, "12 ms"), (1.04, "1.0 s"), (7200, "2.0 h")]
+)
+def test_gaps_read_in_the_unit_that_fits(seconds: float, text: str) -> None:
+    assert seconds_text(seconds) == text
+
+
+def test_a_receiver_holding_only_the_first_secret_fails_the_second_one() -> None:
+    app = plain_receiver((SECRET,))
+    results = run_in_process(
+        app,
+        app_settings(
+            PROBE_TOKEN, secrets=(SECRET, SECOND_SECRET), select=("signature.each-secret",)
+        ),
+    )
+    result = results["signature.each-secret"]
+    assert result.outcome is Outcome.FAILED
+    assert "401" in result.failures[0].observed
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [("90", 90.0), ("1.5s", 1.5), ("250ms", 0.25), ("10m", 600.0), ("2h", 7200.0)],
+)
+def test_durations_read_as_people_write_them(text: str, seconds: float) -> None:
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-1s", "5 days", "1d"])
+def test_a_bad_duration_is_refused(text: str) -> None:
+    with pytest.raises(ValueError, match="not a duration"):
+        parse_duration(text)
+
+
+def test_patience_and_max_body_from_flags_and_config(tmp_path: Path) -> None:
+    from conformance.commands.check import check_command
+
+    (tmp_path / "hookproof.toml").write_text("patience = 30\nmax_body = 2048\n")
+    assert load_config(cwd=tmp_path) == {"patience": 30, "max_body": 2048}
+    assert CheckSettings().patience == 1.0
+    with pytest.raises(UsageError, match="--patience"):
+        CheckSettings(url="http://x/", secrets=("s",), patience=-1).validate()
+    result = CliRunner().invoke(
+        check_command, ["http://127.0.0.1:9/", "--secret", SECRET, "--patience", "soon"]
+    )
+    assert result.exit_code == 2
+    assert "not a duration" in result.output
+
+
+def test_without_a_declared_limit_the_size_scenario_is_skipped_saying_why() -> None:
+    results = run_in_process(
+        plain_receiver(SECRET), app_settings(PROBE_TOKEN, select=("size.over-limit",))
+    )
+    result = results["size.over-limit"]
+    assert result.outcome is Outcome.SKIPPED
+    assert "--max-body" in result.message

@@ -1,0 +1,134 @@
+"""The zoo's second stack: receivers written in Node (express and the npm ``standardwebhooks``
+package, ``node_receiver/server.js``), checked over real HTTP on loopback.
+
+The correct variant passes every C-tagged scenario; each broken variant fails the scenarios aimed
+at its bug, and a ``must`` scenario among them. One ``node`` process serves every variant, each on
+a path of its own. Skipped, saying why, where ``node`` is not installed or the npm packages
+cannot be installed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from conformance.model import Harness, Severity
+from conformance.results import Outcome, ScenarioResult
+from conformance.session import run_check
+from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
+from tests.conformance.support import SECRET, Collector, app_settings, broken_guarantees
+from tests.support.processes import ServerProcess, free_port
+
+pytestmark = pytest.mark.subprocess
+
+HERE = Path(__file__).resolve().parent / "node_receiver"
+MAX_BODY = 4096
+
+NODE_MUST_FAIL: dict[str, frozenset[str]] = {
+    "timing-safe-equal": frozenset({"signature.wrong-length-entry"}),
+    "express-json": frozenset({"signature.raw-bytes"}),
+    "tolerance-in-ms": frozenset({"clock.past-outside", "clock.replay-after-window"}),
+    "no-await-commit": frozenset({"response.ack-after-commit"}),
+    "seen-before-verify": frozenset(
+        {"signature.forged-then-genuine", "signature.tampered-then-genuine"}
+    ),
+    "first-entry-only": frozenset({"signature.list-positions"}),
+    "dedupe-on-signature": frozenset(
+        {"idempotency.late-duplicate", "idempotency.sequential-duplicate"}
+    ),
+    "in-flight-500": frozenset({"idempotency.concurrent-duplicates"}),
+    "future-unbounded": frozenset({"clock.future-outside", "clock.far-future"}),
+    "only-first-secret": frozenset({"signature.each-secret"}),
+    "narrow-catch": frozenset({"signature.body-not-json"}),
+    "catch-all-200": frozenset({"signature.tampered-body", "signature.forged-then-genuine"}),
+    "header-case": frozenset({"signature.valid"}),
+}
+"""For each broken Node variant (``BUGS`` in server.js), the scenarios that must fail."""
+
+
+def _installed() -> str | None:
+    """Why the Node receivers cannot run here (``None``: they can)."""
+    if shutil.which("node") is None:
+        return "node is not installed (the Node receivers of the zoo need node >= 18)"
+    if (HERE / "node_modules" / "standardwebhooks").is_dir():
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        return "npm is not installed and tests/conformance/node_receiver/node_modules is absent"
+    done = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True, timeout=180
+    )
+    if done.returncode != 0:
+        return f"npm ci failed in {HERE}: {done.stderr.decode(errors='replace')[-200:]}"
+    return None
+
+
+@pytest.fixture(scope="module")
+def node_server() -> Iterator[str]:
+    reason = _installed()
+    if reason is not None:
+        pytest.skip(reason)
+    port = free_port()
+    env = {
+        "SECRETS": f"{SECRET},{SECOND_SECRET}",
+        "PROBE_TOKEN": PROBE_TOKEN,
+        "MAX_BODY": str(MAX_BODY),
+        "PORT": str(port),
+    }
+    base = f"http://127.0.0.1:{port}"
+    with ServerProcess.start(
+        ["node", "server.js"], env=env, cwd=HERE, ready_url=f"{base}/correct/_hookproof/events/x"
+    ) as server:
+        yield base
+        server.close()
+
+
+def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
+    root = f"{base}/{variant}"
+    settings = app_settings(
+        PROBE_TOKEN,
+        secrets=(SECRET, SECOND_SECRET),
+        max_body=MAX_BODY,
+        url=f"{root}/webhooks",
+        probe=f"{root}/_hookproof/events",
+        **overrides,
+    )
+    collector = Collector()
+    asyncio.run(run_check(settings, [collector], harness=Harness.C))
+    return {r.scenario.id: r for r in collector.results}
+
+
+def test_the_correct_node_receiver_breaks_no_guarantee(node_server: str) -> None:
+    """Built as the npm package documents it, it answers 400 to every refusal: only that
+    convention (401 in hookproof's table) may differ; every other expectation holds."""
+    results = _check(node_server, "correct")
+    assert set(results) == {s.id for s in CATALOGUE.tagged(Harness.C)}
+    assert broken_guarantees(results) == {}
+    assert not [sid for sid, r in results.items() if r.outcome is Outcome.SKIPPED]
+    conventions = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
+    assert conventions <= {"signature.tampered-body", "signature.wrong-secret"} | {
+        s.id for s in CATALOGUE if s.family == "clock"
+    }
+
+
+@pytest.mark.parametrize(("bug", "must_fail"), sorted(NODE_MUST_FAIL.items()))
+def test_a_broken_node_receiver_fails_the_scenarios_aimed_at_its_bug(
+    node_server: str, bug: str, must_fail: frozenset[str]
+) -> None:
+    results = _check(node_server, bug, select=tuple(sorted(must_fail)))
+    failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
+    assert must_fail <= failed, bug
+    severities = {CATALOGUE.get(sid).severity for sid in must_fail}
+    if bug != "future-unbounded":  # accepting a future timestamp is a hardening (should)
+        assert Severity.MUST in severities
+    for scenario_id in must_fail:
+        failure = results[scenario_id].failures[0]
+        assert failure.expected
+        assert failure.observed
+        assert SECRET not in failure.reproduce + failure.observed
