@@ -327,7 +327,7 @@ class SandboxEngine:
     def resend(self, delivery_ids: Sequence[str], *, actor: str) -> queries.ResendResult:
         """A new delivery of each one's event, all or none (:func:`.queries.resend`); reported.
         Raises ``ResendRefused`` naming the ineligible ones (nothing queued)."""
-        ids = [self.resolve(i) if i.strip() else i for i in delivery_ids]
+        ids = [self._resolved_or_as_is(i) for i in delivery_ids]
         try:
             result = queries.resend(
                 self.sim, ids, actor=actor, deadline_at=self.sim.now() + self.deadline
@@ -340,6 +340,12 @@ class SandboxEngine:
             self._order[new] = len(self._order)
             self._tell(SandboxEvent("resend", f"resend by {actor}: {source} as {new}", new))
         return result
+
+    def _resolved_or_as_is(self, text: str) -> str:
+        try:
+            return self.resolve(text) if text.strip() else text
+        except NotFound:
+            return text  # refused below with the others, as "no such delivery"
 
     async def apublish(
         self,

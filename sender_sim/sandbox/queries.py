@@ -23,7 +23,8 @@ other sandbox module touches these calls.
 from __future__ import annotations
 
 import csv
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TextIO
@@ -160,6 +161,22 @@ def _within(value: datetime | None, low: datetime | None, high: datetime | None)
     return (low is None or value >= low) and (high is None or value <= high)
 
 
+def _publication_order(
+    sim: Simulator, found: Sequence[Delivery]
+) -> Callable[[Delivery], tuple[datetime, int, str]]:
+    """Creation time, then (for deliveries created at the same instant, common under a virtual
+    clock) the sequence number of their first ledger row: the order they were published in."""
+    times = Counter(d.created_at for d in found)
+
+    def key(d: Delivery) -> tuple[datetime, int, str]:
+        if times[d.created_at] == 1:
+            return (d.created_at, 0, d.delivery_id)
+        first = sim.ledger(d.delivery_id)
+        return (d.created_at, first[0].seq if first else 0, d.delivery_id)
+
+    return key
+
+
 def rows(sim: Simulator, where: RowFilter | None = None, *, limit: int | None = None) -> list[Row]:
     """The rows matching ``where``, newest first (at most ``limit``)."""
     f = where or RowFilter()
@@ -167,7 +184,7 @@ def rows(sim: Simulator, where: RowFilter | None = None, *, limit: int | None = 
     found = sim.deliveries(
         DeliveryFilter(state=state, endpoint_id=f.endpoint_id, business_key=f.business_key)
     )
-    found.sort(key=lambda d: (d.created_at, d.delivery_id), reverse=True)
+    found.sort(key=_publication_order(sim, found), reverse=True)
     out: list[Row] = []
     for delivery in found:
         event = sim.event(delivery.event_id)
@@ -230,7 +247,7 @@ def export_csv(sim: Simulator, where: RowFilter | None, out: TextIO) -> int:
     selected = rows(sim, where, limit=EXPORT_LIMIT + 1)
     if len(selected) > EXPORT_LIMIT:
         total = len(rows(sim, where))
-        raise ExportTooLarge(total)
+        raise ExportTooLarge(total, EXPORT_LIMIT)
     writer = csv.writer(out, lineterminator="\r\n")
     writer.writerow(CSV_COLUMNS)
     writer.writerows(_csv_record(r) for r in selected)

@@ -86,12 +86,16 @@ class LoopbackHosts(TrustedHostMiddleware):
     """``TrustedHostMiddleware`` over :data:`LOOPBACK_NAMES`, refusing with 403 (not 400)."""
 
     def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str] = LOOPBACK_NAMES) -> None:
-        super().__init__(app, allowed_hosts=sorted(allowed_hosts), www_redirect=False)
+        names = {h.lower() for h in allowed_hosts}
+        # Starlette keeps the brackets of an IPv6 literal when it compares
+        bracketed = {f"[{h}]" for h in names if ":" in h}
+        super().__init__(app, allowed_hosts=sorted(names | bracketed), www_redirect=False)
+        self.names = frozenset(names)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] in ("http", "websocket"):
             host = host_name(Headers(scope=scope).get("host"))
-            if host not in self.allowed_hosts:
+            if host not in self.names:
                 await _forbidden(send, "this dashboard answers only to a loopback Host")
                 return
         await super().__call__(scope, receive, send)
