@@ -10,7 +10,7 @@
   ``GET /api/csrf``), which another site cannot read. Every response gets
   ``X-Frame-Options: DENY``, a restrictive Content-Security-Policy (scripts, styles and images
   from the dashboard only, no inline script, no framing, forms post only to itself),
-  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: no-referrer`` and
+  ``X-Content-Type-Options: nosniff``, ``Referrer-Policy: same-origin`` and
   ``Cache-Control: no-store``.
 
 Escaping is the template engine's (Jinja2 autoescape), not this module's.
@@ -54,7 +54,7 @@ _SECURITY_HEADERS = (
     ("x-frame-options", "DENY"),
     ("content-security-policy", CSP),
     ("x-content-type-options", "nosniff"),
-    ("referrer-policy", "no-referrer"),
+    ("referrer-policy", "same-origin"),  # "no-referrer" would make the browser send Origin: null
     ("cache-control", "no-store"),
 )
 

@@ -22,10 +22,11 @@ otherwise — never a 500.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import secrets
 import shlex
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, quote, urlencode
@@ -402,7 +403,14 @@ def _threaded(handler: Callable[[Request], Response]) -> Callable[[Request], Any
 def create_dashboard(engine: SandboxEngine, *, token: str | None = None) -> Starlette:
     """The dashboard app over ``engine``; ``app.state.csrf_token`` is its CSRF token."""
     board = Dashboard(engine, token=token)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await engine.sim.aclose()  # the simulator's own HTTP client, on the loop that used it
+
     app = Starlette(
+        lifespan=lifespan,
         routes=[
             Route("/", _threaded(board.overview), methods=["GET"]),
             Route("/fragments/deliveries", _threaded(board.fragment), methods=["GET"]),
