@@ -18,8 +18,8 @@ from sender_sim.records import Attempt, OutcomeKind, format_duration
 
 __all__ = ["Bar", "Chart", "attempts_chart", "tone"]
 
-WIDTH = 720
-HEIGHT = 180
+WIDTH = 960
+HEIGHT = 200
 _PAD_LEFT = 36
 _PAD_BOTTOM = 22
 _PAD_TOP = 8

@@ -120,12 +120,13 @@ def parse_filter(params: Mapping[str, str]) -> queries.RowFilter:
 
 
 def time_left(delivery: Delivery, now: datetime) -> str:
+    """The time left before the deadline, to the second once it is more than a minute."""
     left = delivery.deadline_at - now
-    return (
-        "passed " + format_duration(-left) + " ago"
-        if left < timedelta(0)
-        else format_duration(left)
-    )
+    if abs(left) > timedelta(minutes=1):
+        left = timedelta(seconds=round(left.total_seconds()))
+    if left < timedelta(0):
+        return "passed " + format_duration(-left) + " ago"
+    return format_duration(left)
 
 
 def _parse_time(value: object) -> datetime | None:

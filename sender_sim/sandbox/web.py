@@ -79,7 +79,9 @@ def _templates() -> Jinja2Templates:
         lstrip_blocks=True,
     )
     env.filters["ts"] = lambda v: rfc3339(v) if v is not None else "-"
-    env.filters["short_ts"] = lambda v: v.strftime("%H:%M:%S") if v is not None else "-"
+    env.filters["clock"] = lambda v: v.strftime("%H:%M:%S.%f")[:-3] if v is not None else "-"
+    env.filters["hms"] = lambda v: v.strftime("%H:%M:%S") if v is not None else "-"
+    env.filters["day_clock"] = lambda v: v.strftime("%b %d %H:%M") if v is not None else "-"
     env.filters["dur"] = format_duration
     env.globals["quote"] = lambda v: quote(str(v), safe="")
     return Jinja2Templates(env=env)
