@@ -87,17 +87,19 @@ def shoot(browser: Browser, base: str, named: dict[str, str], out: Path) -> list
     page = context.new_page()
     written = []
 
-    def snap(name: str, path: str, *, full: bool = False) -> None:
+    def snap(name: str, path: str, *, height: int | None = None) -> None:
         page.goto(path)
         page.wait_for_load_state("networkidle")
         target = out / f"sandbox-{name}.png"
-        page.screenshot(path=str(target), full_page=full)
+        if height is None:
+            page.screenshot(path=str(target))
+        else:  # a taller picture than the window, cut where the page's story is told
+            clip = {"x": 0, "y": 0, "width": VIEWPORT["width"], "height": height}
+            page.screenshot(path=str(target), full_page=True, clip=clip)
         written.append(target)
 
     snap("overview", "/")
-    page.goto(f"/deliveries/{named['retried']}")
-    snap("delivery", f"/deliveries/{named['retried']}", full=True)
-    page.goto("/dlq")
+    snap("delivery", f"/deliveries/{named['retried']}", height=1250)
     snap("dlq", "/dlq")
     page.check(f'input[name=ids][value="{named["gone"]}"]')
     page.fill("#bulk input[name=actor]", "dev@example.com")

@@ -6,9 +6,12 @@ the DLQ page's form, resend a delivered one. One browser and one dashboard for t
 
 from __future__ import annotations
 
+import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from pathlib import Path
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import httpx
@@ -172,3 +175,29 @@ def test_a_delivered_one_is_resent(page: Page, site: Site) -> None:
     assert "Resend queued 1 new delivery" in page.locator("#notice").inner_text()
     assert "delivered" in page.locator("h1 .pill").inner_text()
     assert [r.headers["webhook-id"] for r in site.receiver.received] == [event_id, event_id]
+
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _screenshots_script() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("docs_screenshots", ROOT / "docs/screenshots.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_docs_screenshots_regenerate(browser: Browser, tmp_path: Path) -> None:
+    """docs/screenshots.py still photographs every page the tour in docs/sandbox.md shows."""
+    script = _screenshots_script()
+    with script.demo_dashboard() as (base, _engine, named):
+        written = script.shoot(browser, base, named, tmp_path)
+    assert sorted(p.name for p in written) == sorted(f"sandbox-{n}.png" for n in script.PICTURES)
+    tour = (ROOT / "docs/sandbox.md").read_text(encoding="utf-8")
+    for picture in written:
+        assert picture.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        assert 5_000 < picture.stat().st_size < 400_000
+        assert f"(img/{picture.name})" in tour
+        assert (ROOT / "docs/img" / picture.name).exists()  # committed next to the tour
