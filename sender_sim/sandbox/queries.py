@@ -29,7 +29,7 @@ from dataclasses import dataclass, fields
 from datetime import datetime
 from typing import TextIO
 
-from sender_sim.exceptions import ConfigurationError, SimulatorError
+from sender_sim.exceptions import ConfigurationError, NotFound, SimulatorError
 from sender_sim.records import Attempt, Delivery, Event, LedgerRow, State, rfc3339
 from sender_sim.simulator import Publication, Simulator
 from sender_sim.store import DeliveryFilter
@@ -40,6 +40,7 @@ __all__ = [
     "NOT_REPLAYABLE",
     "RESEND_LIMIT",
     "TOO_LARGE",
+    "endpoint_problem",
     "ExportTooLarge",
     "ResendRefused",
     "ResendResult",
@@ -254,12 +255,19 @@ def export_csv(sim: Simulator, where: RowFilter | None, out: TextIO) -> int:
     return len(selected)
 
 
+def endpoint_problem(sim: Simulator, endpoint_id: str) -> str | None:
+    """Why nothing can be sent to ``endpoint_id`` now (``None``: it is configured and active)."""
+    try:
+        active = sim.endpoint_config(endpoint_id).endpoint.active
+    except NotFound:
+        return f"endpoint {endpoint_id} is not configured in this sandbox"
+    return None if active else f"endpoint {endpoint_id} is disabled"
+
+
 def _why_not(sim: Simulator, delivery: Delivery) -> str | None:
     if delivery.state in _LIVE:
         return f"it is {delivery.state.value}: automatic processing owns it"
-    if not sim.endpoint_config(delivery.endpoint_id).endpoint.active:
-        return f"endpoint {delivery.endpoint_id} is disabled"
-    return None
+    return endpoint_problem(sim, delivery.endpoint_id)
 
 
 def resend(

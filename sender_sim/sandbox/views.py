@@ -158,17 +158,14 @@ def _answer(attempt: Attempt) -> str:
 
 def actions_for(engine: SandboxEngine, delivery: Delivery) -> tuple[Action, ...]:
     """Resend and redrive: possible now, or why not."""
-    active = engine.sim.endpoint_config(delivery.endpoint_id).endpoint.active
     if delivery.state in (State.SCHEDULED, State.LEASED):
+        due = delivery.next_attempt_at
         owned = f"it is {delivery.state.value}: automatic processing owns it" + (
-            f" (next attempt due {rfc3339(delivery.next_attempt_at)})"
-            if delivery.next_attempt_at
-            else ""
+            f" (next attempt due {rfc3339(due)})" if due else ""
         )
         return (Action("resend", False, owned), Action("redrive", False, owned))
-    resend = (
-        Action("resend", True) if active else Action("resend", False, "the endpoint is disabled")
-    )
+    blocked = queries.endpoint_problem(engine.sim, delivery.endpoint_id)
+    resend = Action("resend", True) if blocked is None else Action("resend", False, blocked)
     if delivery.state is State.DEAD_LETTER:
         return (resend, Action("redrive", True))
     return (
