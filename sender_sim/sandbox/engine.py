@@ -8,7 +8,9 @@ the endpoint's pending deliveries (under a virtual clock until they settle, unde
 whatever is due now); :meth:`SandboxEngine.run` is the live loop the terminal and the dashboard
 share, woken by :meth:`SandboxEngine.kick`. Faults are toggled by name while it runs (a new
 :class:`~sender_sim.faults.FaultPlan` is installed on the simulator). Redrive is the simulator's
-audited decision, and its result is reported too.
+audited decision, and its result is reported too; a resend (:mod:`.queries`) queues a new
+delivery of a settled delivery's event. The ``a``-prefixed methods run the writes in a worker thread
+so a web server's event loop never waits on SQLite.
 
 Every subscriber gets :class:`SandboxEvent` values: one per ledger row (each attempt, transition
 and note, as it is written), and one per publish, fault toggle, redrive decision or error. No
@@ -52,7 +54,9 @@ from sender_sim.records import (
     rfc3339,
 )
 from sender_sim.redrive import RedriveResult, RedriveScope
+from sender_sim.sandbox import queries
 from sender_sim.sandbox.templates import TemplateSet, load_templates
+from sender_sim.sandbox.wiretap import WireTap
 from sender_sim.simulator import Simulator
 from sender_sim.store import DeliveryFilter
 
@@ -68,7 +72,8 @@ _MIN_PREFIX = 6
 @dataclass(frozen=True)
 class SandboxEvent:
     """Something that happened: ``kind`` is ``row`` (a ledger row: ``row`` is set), ``published``,
-    ``fault``, ``redrive``, ``refused`` or ``error``; ``text`` is one line for a terminal."""
+    ``fault``, ``redrive``, ``resend``, ``refused`` or ``error``; ``text`` is one line for a
+    terminal."""
 
     kind: str
     text: str
@@ -105,6 +110,8 @@ class SandboxEngine:
         self._published = len(sim.deliveries(DeliveryFilter(endpoint_id=endpoint_id)))
         self._faults: dict[str, tuple[str, Fault]] = {}
         self._lock = asyncio.Lock()
+        self.wiretap = WireTap()
+        self.wiretap.install(sim.client)
         self._wake = asyncio.Event()
         self._stopping = False
         for spec in fault_specs:
@@ -315,6 +322,60 @@ class SandboxEngine:
         )
         for delivery_id in result.delivery_ids:
             self._seen[delivery_id] = before[delivery_id]
+        return result
+
+    def resend(self, delivery_ids: Sequence[str], *, actor: str) -> queries.ResendResult:
+        """A new delivery of each one's event, all or none (:func:`.queries.resend`); reported.
+        Raises ``ResendRefused`` naming the ineligible ones (nothing queued)."""
+        ids = [self._resolved_or_as_is(i) for i in delivery_ids]
+        try:
+            result = queries.resend(
+                self.sim, ids, actor=actor, deadline_at=self.sim.now() + self.deadline
+            )
+        except queries.ResendRefused as refused:
+            self._tell(SandboxEvent("refused", str(refused)))
+            raise
+        for source, new in zip(result.sources, result.delivery_ids, strict=True):
+            self._seen[new] = 0
+            self._order[new] = len(self._order)
+            self._tell(SandboxEvent("resend", f"resend by {actor}: {source} as {new}", new))
+        return result
+
+    def _resolved_or_as_is(self, text: str) -> str:
+        try:
+            return self.resolve(text) if text.strip() else text
+        except NotFound:
+            return text  # refused below with the others, as "no such delivery"
+
+    async def apublish(
+        self,
+        event_type: str | None = None,
+        fields: Mapping[str, Any] | None = None,
+        *,
+        business_key: str | None = None,
+        deadline: str | datetime | None = None,
+    ) -> str:
+        """:meth:`publish` in a worker thread, then :meth:`kick`."""
+        delivery_id = await asyncio.to_thread(
+            self.publish, event_type, fields, business_key=business_key, deadline=deadline
+        )
+        await self.kick()
+        return delivery_id
+
+    async def aredrive(
+        self, delivery_ids: Sequence[str], *, actor: str, reason: str, deadline: str | datetime
+    ) -> RedriveResult:
+        """:meth:`redrive` in a worker thread, then :meth:`kick`."""
+        result = await asyncio.to_thread(
+            self.redrive, delivery_ids, actor=actor, reason=reason, deadline=deadline
+        )
+        await self.kick()
+        return result
+
+    async def aresend(self, delivery_ids: Sequence[str], *, actor: str) -> queries.ResendResult:
+        """:meth:`resend` in a worker thread, then :meth:`kick`."""
+        result = await asyncio.to_thread(self.resend, delivery_ids, actor=actor)
+        await self.kick()
         return result
 
     def _last_seq(self, delivery_id: str) -> int:

@@ -7,7 +7,7 @@ name, usage, what it does) — ``help`` prints them and the docs test checks eac
 
     publish [TYPE] [key=value…]        faults        fault on|off NAME[:k=v,…]
     list    dlq [REASON] [business_key=KEY]    explain ID    templates    help    quit
-    redrive ID[,ID…] --actor A --reason R --deadline D
+    redrive ID[,ID…] --actor A --reason R --deadline D    resend ID[,ID…] --actor A
 
 A bad line is one ``error: …`` line and the shell goes on; ``quit`` (or the end of input) ends it.
 """
@@ -23,6 +23,7 @@ from sender_sim.commands.support import parse_fields
 from sender_sim.exceptions import ConfigurationError, RedriveRefused, SimulatorError
 from sender_sim.records import DeadLetterReason, Delivery, rfc3339
 from sender_sim.sandbox.engine import SandboxEngine
+from sender_sim.sandbox.queries import ResendRefused
 
 __all__ = ["COMMANDS", "RESERVED_FIELDS", "SandboxShell", "interact"]
 
@@ -37,12 +38,18 @@ COMMANDS: tuple[tuple[str, str, str], ...] = (
         "redrive ID[,ID…] --actor A --reason R --deadline D",
         "audited redrive of dead letters",
     ),
+    (
+        "resend",
+        "resend ID[,ID…] --actor A",
+        "a new delivery of each delivered or dead-letter one's event (1-100, all or none)",
+    ),
     ("faults", "faults", "every fault and whether it is on"),
     ("fault", "fault on|off NAME[:k=v,…]", "toggle a fault, e.g. fault on crash_after_send"),
     ("help", "help", "this list"),
     ("quit", "quit", "leave the sandbox (end of input does too)"),
 )
 """Every command: name, usage, what it does."""
+COMMAND_USAGE = {name: usage for name, usage, _ in COMMANDS}
 
 RESERVED_FIELDS = ("business_key", "deadline", "event_id")
 """``publish`` keys that set the event, not its data (``data.NAME=…`` sets such a data field)."""
@@ -63,6 +70,7 @@ class SandboxShell:
             "dlq": self._dlq,
             "explain": self._explain,
             "redrive": self._redrive,
+            "resend": self._resend,
             "faults": self._faults,
             "fault": self._fault,
             "help": self._help,
@@ -85,8 +93,8 @@ class SandboxShell:
             return True
         try:
             return await handler(words[1:])
-        except RedriveRefused:
-            return True  # the engine has reported the refused decision
+        except (RedriveRefused, ResendRefused):
+            return True  # the engine has reported the refusal
         except SimulatorError as error:
             self.write(f"error: {error}")
             return True
@@ -172,9 +180,14 @@ class SandboxShell:
         self.write(self.engine.explain(args[0]))
         return True
 
-    async def _redrive(self, args: list[str]) -> bool:
+    @staticmethod
+    def _ids_and_options(
+        args: list[str], names: Sequence[str], usage: str
+    ) -> tuple[list[str], dict[str, str]]:
+        """``ID[,ID…]`` words and the ``--name value`` (or ``--name=value``) options, all
+        required."""
         ids: list[str] = []
-        options = {"--actor": "", "--reason": "", "--deadline": ""}
+        options = dict.fromkeys(names, "")
         words = iter(args)
         for word in words:
             name, eq, inline = word.partition("=")
@@ -184,21 +197,33 @@ class SandboxShell:
                     raise ConfigurationError(f"{name} needs a value")
                 options[name] = value
             elif word.startswith("--"):
-                raise ConfigurationError(f"unknown redrive option {word}")
+                raise ConfigurationError(f"unknown {usage.split()[0]} option {word}")
             else:
                 ids.extend(part for part in word.split(",") if part)
         missing = [name for name, value in options.items() if not value.strip()]
         if not ids or missing:
             raise ConfigurationError(
-                "usage: redrive ID[,ID…] --actor A --reason R --deadline D"
+                f"usage: {usage}"
                 + (f" (missing {', '.join(missing)})" if missing else " (missing ID)")
             )
+        return ids, options
+
+    async def _redrive(self, args: list[str]) -> bool:
+        ids, options = self._ids_and_options(
+            args, ("--actor", "--reason", "--deadline"), COMMAND_USAGE["redrive"]
+        )
         self.engine.redrive(
             ids,
             actor=options["--actor"],
             reason=options["--reason"],
             deadline=options["--deadline"],
         )
+        await self.engine.kick()
+        return True
+
+    async def _resend(self, args: list[str]) -> bool:
+        ids, options = self._ids_and_options(args, ("--actor",), COMMAND_USAGE["resend"])
+        self.engine.resend(ids, actor=options["--actor"])
         await self.engine.kick()
         return True
 

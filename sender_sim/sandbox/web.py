@@ -1,33 +1,47 @@
-"""The sandbox's local web dashboard: server-rendered HTML over one :class:`SandboxEngine`.
+"""The sandbox's local web dashboard: a Starlette app over one :class:`SandboxEngine`, its pages
+rendered by Jinja2 templates (``templates_html/``, autoescaped), its script and style served from
+``static/`` (no CDN, no build step).
 
-Pages: ``/`` (publish form, fault toggles, the latest deliveries, the DLQ by reason and business
-key), ``/deliveries/{id}`` (state, attempts, transition ledger, the plain-words story and an
-audited redrive form), ``/dlq`` (dead letters filtered by ``reason`` and ``business_key``, with a
-bulk redrive form). Forms post to ``/publish``, ``/faults`` and ``/redrive`` and redirect (303)
-back. No JavaScript; HTML is escaped everywhere; secrets never appear. Pages are rendered by plain
-functions, which Starlette runs in its thread pool, so their SQLite reads never block the event
-loop; the forms change the engine on the loop, where the terminal changes it too.
+Pages: ``/`` (publish form and the live deliveries list, filtered by status, HTTP class, endpoint,
+business key and event/delivery time; the list refreshes itself from ``/fragments/deliveries``),
+``/deliveries/{id}`` (the attempt timeline, the request as sent, the body pretty and exact, the
+response samples, the ledger, deadline and time left, and the actions possible now),
+``/dlq`` (dead letters by reason and business key, bulk redrive or resend of 1–100 selected),
+``/faults`` (toggles with their state), ``/metrics`` (the simulator's metrics and an SVG chart of
+attempts over time by classification), ``/export.csv`` (the filtered list as CSV; more than 5000
+rows is a 422 ``EXPORT_TOO_LARGE`` problem). Forms post to ``/publish``, ``/faults``, ``/redrive``
+and ``/resend`` and redirect (303) back, where a confirmation says what was queued. The JSON API
+under ``/api/`` is :mod:`.api`.
 
-The dashboard listens on 127.0.0.1 only (the CLI binds it); requests whose ``Host`` is not a
-loopback name, or whose ``Origin`` is another site, are refused (403), so a web page elsewhere
-cannot drive it. Bad input is a 4xx: an HTML page for browsers, ``application/problem+json``
-otherwise; never a 500.
+Security (:mod:`.security`): loopback ``Host`` only (403), ``Origin`` and a CSRF token on every
+state-changing request (403), framing denied, a strict Content-Security-Policy. Writes run in a
+worker thread (the engine's ``a…`` methods), reads in Starlette's thread pool: the event loop
+never waits on SQLite. Bad input is a 4xx — an HTML page for browsers, ``application/problem+json``
+otherwise — never a 500.
 """
 
 from __future__ import annotations
 
-import html
+import contextlib
+import io
+import secrets
 import shlex
-from collections.abc import Sequence
-from urllib.parse import parse_qsl, quote, urlencode, urlsplit
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlencode
 
+import jinja2
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
+from starlette.middleware import Middleware
 from starlette.requests import Request
-from starlette.responses import HTMLResponse, RedirectResponse, Response
-from starlette.routing import Route
+from starlette.responses import RedirectResponse, Response
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+from starlette.templating import Jinja2Templates
 
-from receiver.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
-from sender_sim.commands.support import describe_row, parse_fields, transition_text
+from sender_sim.commands.support import parse_fields
 from sender_sim.exceptions import (
     ConfigurationError,
     NotFound,
@@ -35,252 +49,256 @@ from sender_sim.exceptions import (
     RedriveRefused,
     SimulatorError,
 )
-from sender_sim.records import DeadLetterReason, Delivery, State, rfc3339
+from sender_sim.records import DeadLetterReason, State, format_duration, rfc3339
+from sender_sim.sandbox import queries, views
+from sender_sim.sandbox.api import api_routes, problem_response
+from sender_sim.sandbox.chart import attempts_chart
 from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine
+from sender_sim.sandbox.security import (
+    CSRF_FIELD,
+    LOOPBACK_NAMES,
+    Guard,
+    LoopbackHosts,
+    new_token,
+)
 
-__all__ = ["LOOPBACK_NAMES", "create_dashboard"]
-
-LOOPBACK_NAMES = frozenset({"127.0.0.1", "localhost", "::1"})
-"""Host names the dashboard answers to."""
+__all__ = ["LOOPBACK_NAMES", "Dashboard", "Notice", "create_dashboard"]
 
 _FORM = "application/x-www-form-urlencoded"
-_STYLE = """
-body{font-family:system-ui,sans-serif;margin:1.5rem;max-width:80rem;color:#222}
-table{border-collapse:collapse;margin:.5rem 0 1.5rem}
-td,th{border:1px solid #ccc;padding:.25rem .5rem;text-align:left;font-size:.9rem}
-th{background:#f4f4f4}pre{background:#f7f7f7;padding:1rem;
-overflow-x:auto;font-size:.8rem}form{margin:.5rem 0}input,select{margin-right:.5rem}
-.delivered{color:#17692c}.dead_letter{color:#a3161a}.scheduled,.leased{color:#8a5a00}
-nav a{margin-right:1rem}
-"""
+_FLASH_COOKIE = "hookproof_flash"
+_LIST_LIMIT = 100
+_CHART_DELIVERIES = 500
 
 
-def _e(value: object) -> str:
-    return html.escape(str(value), quote=True)
-
-
-def _page(title: str, body: str, status: int = 200) -> HTMLResponse:
-    document = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{_e(title)}</title>"
-        f"<style>{_STYLE}</style></head><body><nav><a href='/'>Overview</a>"
-        f"<a href='/dlq'>Dead letters</a></nav><h1>{_e(title)}</h1>{body}</body></html>"
+def _templates() -> Jinja2Templates:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("sender_sim.sandbox", "templates_html"),
+        autoescape=True,
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
     )
-    return HTMLResponse(document, status_code=status)
+    env.filters["ts"] = lambda v: rfc3339(v) if v is not None else "-"
+    env.filters["clock"] = lambda v: v.strftime("%H:%M:%S.%f")[:-3] if v is not None else "-"
+    env.filters["hms"] = lambda v: v.strftime("%H:%M:%S") if v is not None else "-"
+    env.filters["day_clock"] = lambda v: v.strftime("%b %d %H:%M") if v is not None else "-"
+    env.filters["dur"] = format_duration
+    env.globals["quote"] = lambda v: quote(str(v), safe="")
+    return Jinja2Templates(env=env)
 
 
-def _table(headers: Sequence[str], rows: Sequence[Sequence[str]], empty: str) -> str:
-    if not rows:
-        return f"<p><em>{_e(empty)}</em></p>"
-    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
-    body = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in row) + "</tr>" for row in rows)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+def _filter_query(params: Mapping[str, str]) -> str:
+    keep = {k: params[k] for k in views.FILTER_FIELDS if params.get(k, "").strip()}
+    return urlencode(keep)
 
 
-def _state(delivery: Delivery) -> str:
-    text = delivery.state.value + (f" ({delivery.reason.value})" if delivery.reason else "")
-    return f"<span class='{_e(delivery.state.value)}'>{_e(text)}</span>"
+@dataclass(frozen=True)
+class Notice:
+    """A confirmation shown once on the next page: what was queued, with links."""
+
+    title: str
+    lines: tuple[str, ...] = ()
+    links: tuple[tuple[str, str], ...] = ()
+    tone: str = "ok"
 
 
-def _link(delivery_id: str) -> str:
-    return f"<a href='/deliveries/{quote(delivery_id)}'>{_e(delivery_id)}</a>"
+class Dashboard:
+    """The dashboard's pages and forms over one engine (see the module docstring)."""
 
-
-def _problem(request: Request, status: int, slug: str, title: str, detail: str) -> Response:
-    if "text/html" in request.headers.get("accept", ""):
-        return _page(title, f"<p>{_e(detail)}</p><p><a href='/'>Back</a></p>", status)
-    body = problem_body(Problem(f"sandbox-{slug}", status, title), detail)
-    return Response(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)
-
-
-def _redrive_form(ids: Sequence[str]) -> str:
-    hidden = "".join(f"<input type='hidden' name='ids' value='{_e(i)}'>" for i in ids)
-    return (
-        f"<form method='post' action='/redrive'>{hidden}"
-        "<label>Actor <input name='actor' required placeholder='you@example.com'></label>"
-        "<label>Reason <input name='reason' required placeholder='why'></label>"
-        "<label>New deadline <input name='deadline' required value='+1h'></label>"
-        f"<button>Redrive {len(ids)}</button></form>"
-    )
-
-
-class _Dashboard:
-    def __init__(self, engine: SandboxEngine) -> None:
+    def __init__(self, engine: SandboxEngine, *, token: str | None = None) -> None:
         self.engine = engine
+        self.token = token or new_token()
+        self.templates = _templates()
+        self._notices: dict[str, Notice] = {}
 
-    def _rows(self, items: Sequence[Delivery]) -> list[list[str]]:
-        sim = self.engine.sim
-        return [
-            [
-                _link(d.delivery_id),
-                _e(sim.event(d.event_id).type),
-                _e(d.business_key or "-"),
-                _state(d),
-                _e(f"{d.attempt}/{d.max_attempts}"),
-                _e(rfc3339(d.deadline_at)),
-                _e(d.last_outcome or "-"),
-            ]
-            for d in items
-        ]
+    # -- rendering -----------------------------------------------------------------------------
 
-    _HEADERS = ("Delivery", "Type", "Business key", "State", "Attempts", "Deadline", "Last")
+    def _context(self, request: Request) -> dict[str, Any]:
+        engine = self.engine
+        flash = request.cookies.get(_FLASH_COOKIE)
+        return {
+            "csrf_field": CSRF_FIELD,
+            "csrf_token": self.token,
+            "endpoint_id": engine.endpoint_id,
+            "endpoint_url": engine.sim.endpoint_config(engine.endpoint_id).endpoint.url,
+            "policy": engine.sim.policy.name,
+            "clock": "virtual" if engine.virtual else "real",
+            "now": engine.sim.now(),
+            "path": request.url.path,
+            "notice": self._notices.pop(flash, None) if flash else None,
+            "active_faults": [n for n, spec in engine.faults().items() if spec],
+            "dlq_total": len(engine.dlq()),
+        }
 
-    def _dlq_summary(self) -> str:
-        rows = []
-        for reason, keys in sorted(self.engine.dlq_summary().items()):
-            for key, count in sorted(keys.items()):
-                query = {"reason": reason} | ({"business_key": key} if key != "-" else {})
-                rows.append(
-                    [
-                        f"<a href='/dlq?{_e(urlencode({'reason': reason}))}'>{_e(reason)}</a>",
-                        f"<a href='/dlq?{_e(urlencode(query))}'>{_e(key)}</a>",
-                        _e(count),
-                    ]
-                )
-        return _table(("Reason", "Business key", "Dead letters"), rows, "No dead letters.")
+    def render(
+        self, request: Request, name: str, context: Mapping[str, Any], status: int = 200
+    ) -> Response:
+        merged = self._context(request) | dict(context)
+        response = self.templates.TemplateResponse(request, name, merged, status_code=status)
+        if merged["notice"] is not None:
+            response.delete_cookie(_FLASH_COOKIE)
+        return response
 
-    def _faults(self) -> str:
-        rows = []
-        for name, spec in self.engine.faults().items():
-            if spec:
-                control = (
-                    f"<form method='post' action='/faults'><input type='hidden' name='name' "
-                    f"value='{_e(name)}'><input type='hidden' name='action' value='off'>"
-                    "<button>Turn off</button></form>"
-                )
-            else:
-                control = (
-                    f"<form method='post' action='/faults'><input type='hidden' name='name' "
-                    f"value='{_e(name)}'><input type='hidden' name='action' value='on'>"
-                    "<input name='options' placeholder='attempts=1,p=0.5'>"
-                    "<button>Turn on</button></form>"
-                )
-            rows.append([_e(name), _e(f"ON {spec}" if spec else "off"), control])
-        return _table(("Fault", "State", ""), rows, "")
+    def problem(
+        self, request: Request, status: int, slug: str, title: str, detail: str, **extra: object
+    ) -> Response:
+        if "text/html" in request.headers.get("accept", ""):
+            return self.render(
+                request, "problem.html", {"title": title, "detail": detail, "extra": extra}, status
+            )
+        return problem_response(status, slug, title, detail, extra)
 
-    def _publish_form(self) -> str:
-        templates = self.engine.templates
-        options = "".join(
-            f"<option{' selected' if n == templates.default else ''}>{_e(n)}</option>"
-            for n in templates.names()
-        )
-        return (
-            "<form method='post' action='/publish'>"
-            f"<label>Type <select name='event_type'>{options}</select></label>"
-            "<label>Business key <input name='business_key' placeholder='from the template'>"
-            "</label><label>Deadline <input name='deadline' placeholder='+24h'></label>"
-            "<label>Fields <input name='fields' size='30' placeholder='key=value key=value'>"
-            "</label><button>Publish</button></form>"
-        )
+    def redirect(self, target: str, notice: Notice | None = None) -> Response:
+        response = RedirectResponse(target, status_code=303)
+        if notice is not None:
+            key = secrets.token_urlsafe(12)
+            if len(self._notices) > 100:
+                self._notices.clear()
+            self._notices[key] = notice
+            response.set_cookie(_FLASH_COOKIE, key, httponly=True, samesite="strict")
+        return response
+
+    # -- pages ---------------------------------------------------------------------------------
+
+    def _list_context(self, request: Request) -> dict[str, Any] | Response:
+        params = dict(request.query_params)
+        try:
+            where = views.parse_filter(params)
+        except ConfigurationError as error:
+            return self.problem(request, 400, "bad-filter", "Bad filter", str(error))
+        found = queries.rows(self.engine.sim, where, limit=_LIST_LIMIT)
+        return {
+            "rows": found,
+            "limit": _LIST_LIMIT,
+            "filters": {k: params.get(k, "") for k in views.FILTER_FIELDS},
+            "filter_query": _filter_query(params),
+            "statuses": [s.value for s in State],
+            "http_classes": queries.HTTP_CLASSES,
+        }
 
     def overview(self, request: Request) -> Response:
-        engine = self.engine
-        clock = "virtual" if engine.virtual else "real"
-        url = engine.sim.endpoint_config(engine.endpoint_id).endpoint.url
-        deliveries = _table(self._HEADERS, self._rows(engine.deliveries()), "No deliveries yet.")
-        body = (
-            f"<p>Forwarding to <code>{_e(url)}</code> &middot; policy "
-            f"{_e(engine.sim.policy.name)} &middot; {clock} time "
-            f"&middot; now {_e(rfc3339(engine.sim.now()))}</p>"
-            f"<h2>Publish</h2>{self._publish_form()}"
-            f"<h2>Deliveries</h2>{deliveries}"
-            f"<h2>Dead letters by reason and business key</h2>{self._dlq_summary()}"
-            f"<h2>Faults</h2>{self._faults()}"
-        )
-        return _page("hookproof sandbox", body)
+        context = self._list_context(request)
+        if isinstance(context, Response):
+            return context
+        templates = self.engine.templates
+        context |= {
+            "template_names": templates.names(),
+            "default_template": templates.default,
+            "dlq_groups": views.dlq_groups(self.engine.dlq_summary()),
+        }
+        return self.render(request, "overview.html", context)
+
+    def fragment(self, request: Request) -> Response:
+        context = self._list_context(request)
+        if isinstance(context, Response):
+            return context
+        return self.render(request, "_rows.html", context)
 
     def delivery(self, request: Request) -> Response:
-        engine = self.engine
         try:
-            delivery = engine.delivery(request.path_params["delivery_id"])
+            view = views.delivery_view(self.engine, request.path_params["delivery_id"])
         except NotFound as error:
-            return _problem(request, 404, "not-found", "No such delivery", str(error))
-        did = delivery.delivery_id
-        attempts = [
-            [
-                _e(a.number),
-                _e(rfc3339(a.started_at)),
-                _e(a.worker),
-                _e(a.fencing_token),
-                _e(f"HTTP {a.status}" if a.status is not None else a.kind.value),
-                _e(a.classification),
-                _e("yes" if a.acked else "NO (stale or crashed)"),
-                f"<code>{_e(a.response_sample[:200])}</code>",
-            ]
-            for a in engine.attempts(did)
-        ]
-        ledger = [
-            [_e(rfc3339(r.at)), _e(transition_text(r)), _e(r.actor), _e(describe_row(r))]
-            for r in engine.ledger(did)
-        ]
-        redrive = (
-            f"<h2>Redrive</h2>{_redrive_form([did])}" if delivery.state is State.DEAD_LETTER else ""
+            return self.problem(request, 404, "not-found", "No such delivery", str(error))
+        return self.render(request, "delivery.html", {"view": view, "d": view.delivery})
+
+    def body(self, request: Request) -> Response:
+        """The event body, byte-exact (a download)."""
+        try:
+            delivery = self.engine.delivery(request.path_params["delivery_id"])
+        except NotFound as error:
+            return self.problem(request, 404, "not-found", "No such delivery", str(error))
+        body = self.engine.sim.event(delivery.event_id).body
+        name = f"{delivery.event_id}.json"
+        return Response(
+            body,
+            media_type="application/octet-stream",
+            headers={"content-disposition": f'attachment; filename="{quote(name)}"'},
         )
-        body = (
-            f"<p>State: {_state(delivery)} &middot; attempts {_e(delivery.attempt)}/"
-            f"{_e(delivery.max_attempts)} &middot; deadline {_e(rfc3339(delivery.deadline_at))}"
-            f"</p>{redrive}<h2>Attempts</h2>"
-            + _table(
-                ("#", "Started", "Worker", "Token", "Answer", "Class", "Acked", "Sample"),
-                attempts,
-                "No attempt yet.",
-            )
-            + "<h2>Ledger</h2>"
-            + _table(("At", "Transition", "Actor", "What happened"), ledger, "")
-            + f"<h2>Story</h2><pre>{_e(engine.explain(did))}</pre>"
-        )
-        return _page(f"Delivery {did}", body)
 
     def dlq(self, request: Request) -> Response:
         reason = request.query_params.get("reason") or None
         key = request.query_params.get("business_key") or None
         if reason is not None and reason not in set(DeadLetterReason):
-            return _problem(
+            return self.problem(
                 request, 400, "bad-filter", "Unknown dead-letter reason", f"no reason {reason!r}"
             )
         items = self.engine.dlq(reason=reason, business_key=key)
-        filters = "".join(
-            f"<option{' selected' if r.value == reason else ''}>{_e(r.value)}</option>"
-            for r in DeadLetterReason
-        )
-        body = (
-            "<form method='get' action='/dlq'><label>Reason <select name='reason'>"
-            f"<option value=''>any</option>{filters}</select></label><label>Business key "
-            f"<input name='business_key' value='{_e(key or '')}'></label><button>Filter</button>"
-            f"</form>{self._dlq_summary()}"
-            + _table(self._HEADERS, self._rows(items), "No dead letters match.")
-            + (
-                f"<h2>Redrive these {len(items)}</h2>"
-                + _redrive_form([d.delivery_id for d in items])
-                if items
-                else ""
+        events = {d.event_id: self.engine.sim.event(d.event_id) for d in items}
+        context = {
+            "items": items,
+            "events": events,
+            "reason": reason or "",
+            "business_key": key or "",
+            "reasons": [r.value for r in DeadLetterReason],
+            "dlq_groups": views.dlq_groups(self.engine.dlq_summary()),
+            "limit": queries.RESEND_LIMIT,
+        }
+        return self.render(request, "dlq.html", context)
+
+    def faults_page(self, request: Request) -> Response:
+        return self.render(request, "faults.html", {"faults": self.engine.faults()})
+
+    def metrics(self, request: Request) -> Response:
+        engine = self.engine
+        snapshot = engine.sim.metrics()
+        attempts = [
+            a
+            for d in engine.deliveries(limit=_CHART_DELIVERIES)
+            for a in engine.sim.attempts(d.delivery_id)
+        ]
+        chart = attempts_chart(attempts, now=engine.sim.now())
+        return self.render(request, "metrics.html", {"m": snapshot, "chart": chart})
+
+    def export(self, request: Request) -> Response:
+        try:
+            where = views.parse_filter(dict(request.query_params))
+        except ConfigurationError as error:
+            return self.problem(request, 400, "bad-filter", "Bad filter", str(error))
+        out = io.StringIO()
+        try:
+            count = queries.export_csv(self.engine.sim, where, out)
+        except queries.ExportTooLarge as error:
+            return self.problem(
+                request,
+                422,
+                "export-too-large",
+                "Export too large",
+                str(error),
+                code=error.code,
+                count=error.count,
+                limit=error.limit,
             )
+        return Response(
+            out.getvalue().encode("utf-8"),
+            media_type="text/csv; charset=utf-8",
+            headers={
+                "content-disposition": 'attachment; filename="deliveries.csv"',
+                "x-row-count": str(count),
+            },
         )
-        return _page("Dead letters", body)
 
     # -- forms ---------------------------------------------------------------------------------
 
     async def _form(self, request: Request) -> list[tuple[str, str]] | Response:
-        host = (request.headers.get("host") or "").rsplit(":", 1)[0].strip("[]")
-        if host.lower() not in LOOPBACK_NAMES:
-            return _problem(request, 403, "forbidden", "Loopback only", "unexpected Host header")
-        origin = request.headers.get("origin")
-        if origin and origin != "null" and urlsplit(origin).netloc != request.headers.get("host"):
-            return _problem(request, 403, "forbidden", "Cross-site form", "foreign Origin header")
         media = request.headers.get("content-type", "").split(";")[0].strip().lower()
         if media != _FORM:
-            return _problem(
+            return self.problem(
                 request, 415, "unsupported-media-type", "Send a form", f"expected {_FORM}"
             )
         raw = await request.body()
         try:
             return parse_qsl(raw.decode("utf-8"), keep_blank_values=True, strict_parsing=False)
         except UnicodeDecodeError:
-            return _problem(request, 400, "bad-form", "The form is not UTF-8", "decode failed")
+            return self.problem(request, 400, "bad-form", "The form is not UTF-8", "decode failed")
 
     @staticmethod
     def _one(form: Sequence[tuple[str, str]], name: str) -> str:
         values = [v for k, v in form if k == name]
         return values[-1].strip() if values else ""
+
+    @staticmethod
+    def _ids(form: Sequence[tuple[str, str]]) -> list[str]:
+        return [i.strip() for k, v in form if k == "ids" for i in v.split(",") if i.strip()]
 
     async def publish(self, request: Request) -> Response:
         form = await self._form(request)
@@ -288,16 +306,15 @@ class _Dashboard:
             return form
         try:
             fields = parse_fields(shlex.split(self._one(form, "fields")))
-            delivery_id = self.engine.publish(
+            delivery_id = await self.engine.apublish(
                 self._one(form, "event_type") or None,
                 fields,
                 business_key=self._one(form, "business_key") or None,
                 deadline=self._one(form, "deadline") or None,
             )
         except (SimulatorError, ValueError) as error:
-            return _problem(request, 400, "bad-publish", "Cannot publish", str(error))
-        await self.engine.kick()
-        return RedirectResponse(f"/deliveries/{quote(delivery_id)}", status_code=303)
+            return self.problem(request, 400, "bad-publish", "Cannot publish", str(error))
+        return self.redirect(f"/deliveries/{quote(delivery_id)}")
 
     async def faults(self, request: Request) -> Response:
         form = await self._form(request)
@@ -316,44 +333,109 @@ class _Dashboard:
             else:
                 raise ConfigurationError("action must be on or off")
         except SimulatorError as error:
-            return _problem(request, 400, "bad-fault", "Cannot toggle the fault", str(error))
-        return RedirectResponse("/", status_code=303)
+            return self.problem(request, 400, "bad-fault", "Cannot toggle the fault", str(error))
+        state = "on" if action == "on" else "off"
+        back = self._one(form, "back")
+        target = back if back in ("/", "/faults") else "/"
+        return self.redirect(target, Notice(f"Fault {name} is {state}"))
 
     async def redrive(self, request: Request) -> Response:
         form = await self._form(request)
         if isinstance(form, Response):
             return form
-        ids = [i.strip() for k, v in form if k == "ids" for i in v.split(",") if i.strip()]
+        ids = self._ids(form)
         try:
-            result = self.engine.redrive(
+            result = await self.engine.aredrive(
                 ids,
                 actor=self._one(form, "actor"),
                 reason=self._one(form, "reason"),
                 deadline=self._one(form, "deadline"),
             )
         except RedriveRefused as refused:
-            return _problem(request, 409, "redrive-refused", "Redrive refused", str(refused))
+            return self.problem(request, 409, "redrive-refused", "Redrive refused", str(refused))
         except (RedriveError, NotFound, ConfigurationError) as error:
-            return _problem(request, 400, "bad-redrive", "Incomplete redrive", str(error))
+            return self.problem(request, 400, "bad-redrive", "Incomplete redrive", str(error))
         except SimulatorError as error:
-            return _problem(request, 400, "bad-redrive", "Cannot redrive", str(error))
-        await self.engine.kick()
-        target = (
-            f"/deliveries/{quote(result.delivery_ids[0])}" if len(result.delivery_ids) == 1 else "/"
+            return self.problem(request, 400, "bad-redrive", "Cannot redrive", str(error))
+        queued = result.delivery_ids
+        notice = Notice(
+            f"Redrive decision #{result.decision_id}: queued {len(queued)} "
+            f"deliver{'y' if len(queued) == 1 else 'ies'}",
+            (f"new deadline {rfc3339(result.deadline_at)}",),
+            tuple((d, f"/deliveries/{quote(d)}") for d in queued),
         )
-        return RedirectResponse(target, status_code=303)
+        target = f"/deliveries/{quote(queued[0])}" if len(queued) == 1 else "/dlq"
+        return self.redirect(target, notice)
+
+    async def resend(self, request: Request) -> Response:
+        form = await self._form(request)
+        if isinstance(form, Response):
+            return form
+        try:
+            result = await self.engine.aresend(self._ids(form), actor=self._one(form, "actor"))
+        except queries.ResendRefused as refused:
+            return self.problem(
+                request,
+                409,
+                "resend-refused",
+                "Resend refused: nothing was queued",
+                str(refused),
+                code=refused.code,
+                ineligible=refused.ineligible,
+            )
+        except SimulatorError as error:
+            return self.problem(request, 400, "bad-resend", "Cannot resend", str(error))
+        pairs = tuple(zip(result.sources, result.delivery_ids, strict=True))
+        notice = Notice(
+            f"Resend queued {len(pairs)} new deliver{'y' if len(pairs) == 1 else 'ies'}",
+            tuple(f"{src} -> {new}" for src, new in pairs),
+            tuple((new, f"/deliveries/{quote(new)}") for _, new in pairs),
+        )
+        target = f"/deliveries/{quote(pairs[0][1])}" if len(pairs) == 1 else "/"
+        return self.redirect(target, notice)
 
 
-def create_dashboard(engine: SandboxEngine) -> Starlette:
-    """The dashboard app over ``engine`` (see the module docstring)."""
-    board = _Dashboard(engine)
-    return Starlette(
+def _threaded(handler: Callable[[Request], Response]) -> Callable[[Request], Any]:
+    async def endpoint(request: Request) -> Response:
+        return await run_in_threadpool(handler, request)
+
+    return endpoint
+
+
+def create_dashboard(engine: SandboxEngine, *, token: str | None = None) -> Starlette:
+    """The dashboard app over ``engine``; ``app.state.csrf_token`` is its CSRF token."""
+    board = Dashboard(engine, token=token)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        yield
+        await engine.sim.aclose()  # the simulator's own HTTP client, on the loop that used it
+
+    app = Starlette(
+        lifespan=lifespan,
         routes=[
-            Route("/", board.overview, methods=["GET"]),
-            Route("/deliveries/{delivery_id}", board.delivery, methods=["GET"]),
-            Route("/dlq", board.dlq, methods=["GET"]),
+            Route("/", _threaded(board.overview), methods=["GET"]),
+            Route("/fragments/deliveries", _threaded(board.fragment), methods=["GET"]),
+            Route("/deliveries/{delivery_id}", _threaded(board.delivery), methods=["GET"]),
+            Route("/deliveries/{delivery_id}/body", _threaded(board.body), methods=["GET"]),
+            Route("/dlq", _threaded(board.dlq), methods=["GET"]),
+            Route("/faults", _threaded(board.faults_page), methods=["GET"]),
+            Route("/metrics", _threaded(board.metrics), methods=["GET"]),
+            Route("/export.csv", _threaded(board.export), methods=["GET"]),
             Route("/publish", board.publish, methods=["POST"]),
             Route("/faults", board.faults, methods=["POST"]),
             Route("/redrive", board.redrive, methods=["POST"]),
-        ]
+            Route("/resend", board.resend, methods=["POST"]),
+            Mount("/api", routes=api_routes(engine)),
+            Mount(
+                "/static", StaticFiles(packages=[("sender_sim.sandbox", "static")]), name="static"
+            ),
+        ],
+        middleware=[
+            Middleware(LoopbackHosts),
+            Middleware(Guard, token=board.token),
+        ],
     )
+    app.state.csrf_token = board.token
+    app.state.dashboard = board
+    return app

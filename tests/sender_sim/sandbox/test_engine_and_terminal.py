@@ -405,6 +405,26 @@ async def test_the_shell_explains_and_redrives(
     assert harness.sim.delivery(delivery_id).state is State.DELIVERED
 
 
+async def test_the_shell_resends_all_or_none(harness: Harness, receiver: ScriptedReceiver) -> None:
+    done = harness.engine.publish("invoice.paid")
+    await harness.engine.pump()
+    pending = harness.engine.publish("invoice.paid")  # not pumped: still scheduled
+    out = await _transcript(
+        harness,
+        f"resend {done},{pending} --actor ops@example.com",
+        f"resend {done[:12]} --actor=ops@example.com",
+        "resend --actor ops",
+    )
+    text = "\n".join(out)
+    assert f"WEBHOOK_DELIVERY_NOT_REPLAYABLE: nothing queued; {pending}: it is scheduled" in text
+    (line,) = [t for t in out if t.startswith("resend by ops@example.com:")]
+    new = line.rsplit(" as ", 1)[1]
+    assert harness.sim.delivery(new).state is State.DELIVERED
+    assert harness.sim.delivery(new).event_id == harness.sim.delivery(done).event_id
+    assert "error: usage: resend ID[,ID…] --actor A (missing ID)" in text
+    assert harness.sim.delivery(pending).state is State.DELIVERED  # the pump ran it meanwhile
+
+
 @pytest.mark.parametrize(
     ("line", "message"),
     [

@@ -1,0 +1,206 @@
+"""The dashboard's JSON API and CSV export over ``httpx.ASGITransport``, the engine sending real
+HTTP to the module's scripted loopback receiver: publish, list with filters, the delivery with
+its request as sent (signature redacted), resend 1–100 atomic with its stable refusal code,
+redrive, faults, metrics, the CSV export and its 5000-row refusal."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
+
+import httpx
+import pytest
+
+from sender_sim import Simulator, SQLiteStore, State, VirtualClock
+from sender_sim.sandbox import queries
+from sender_sim.sandbox.engine import SandboxEngine
+from sender_sim.sandbox.web import create_dashboard
+from sender_sim.simulator import Publication
+from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
+
+pytestmark = pytest.mark.anyio
+
+
+class Api:
+    def __init__(self, engine: SandboxEngine, web: httpx.AsyncClient) -> None:
+        self.engine = engine
+        self.web = web
+
+    async def publish(self, **document: object) -> str:
+        response = await self.web.post("/api/events", json=document)
+        assert response.status_code == 201, response.text
+        return str(response.json()["delivery_id"])
+
+
+@pytest.fixture
+async def api(receiver: ScriptedReceiver) -> AsyncIterator[Api]:
+    async with httpx.AsyncClient() as client:
+        sim = Simulator(
+            SQLiteStore(":memory:"),
+            clock=VirtualClock(datetime(2026, 8, 13, 9, tzinfo=UTC)),
+            client=client,
+        )
+        sim.add_endpoint("app", receiver.url, [SECRET])
+        engine = SandboxEngine(sim, endpoint_id="app")
+        app = create_dashboard(engine)
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as web:
+            token = (await web.get("/api/csrf")).json()["token"]
+            web.headers.update({"origin": "http://127.0.0.1", "x-csrf-token": token})
+            yield Api(engine, web)
+        sim.store.close()
+
+
+async def test_publish_list_filters_and_the_delivery_as_sent(
+    api: Api, receiver: ScriptedReceiver
+) -> None:
+    receiver.statuses = [200, 410]
+    ok = await api.publish(event_type="invoice.paid", fields={"amount": 5})
+    gone = await api.publish(event_type="renewal.reminder", business_key="ren_x")
+    listed = (await api.web.get("/api/deliveries")).json()["rows"]
+    assert [r["delivery_id"] for r in listed] == [gone, ok]  # newest first
+    by_status = (await api.web.get("/api/deliveries?status=dead_letter")).json()["rows"]
+    assert [r["delivery_id"] for r in by_status] == [gone]
+    by_class = (await api.web.get("/api/deliveries?http_class=2xx")).json()["rows"]
+    assert [r["delivery_id"] for r in by_class] == [ok]
+    by_key = (await api.web.get("/api/deliveries?business_key=ren_x")).json()["rows"]
+    assert [r["delivery_id"] for r in by_key] == [gone]
+    assert (await api.web.get("/api/deliveries?endpoint_id=other")).json()["rows"] == []
+    late = (await api.web.get("/api/deliveries?event_from=2026-08-14T00:00")).json()["rows"]
+    assert late == []
+    early = (await api.web.get("/api/deliveries?delivered_to=2026-08-13T10:00Z")).json()["rows"]
+    assert len(early) == 2
+    bad = await api.web.get("/api/deliveries?status=lost")
+    assert bad.status_code == 400
+    assert "unknown status" in bad.json()["detail"]
+
+    detail = (await api.web.get(f"/api/deliveries/{ok}")).json()
+    assert detail["status"] == "delivered"
+    assert detail["body"].encode() == receiver.received[0].body
+    (attempt,) = detail["attempts"]
+    assert attempt["status"] == 200
+    assert attempt["request_captured"] is True
+    headers = attempt["request_headers"]
+    assert headers["webhook-id"] == receiver.received[0].headers["webhook-id"]
+    assert headers["webhook-signature"] == "[redacted]"
+    assert receiver.received[0].headers["webhook-signature"] not in str(detail)
+    assert detail["actions"]["resend"]["possible"] is True
+    assert detail["actions"]["redrive"] == {
+        "possible": False,
+        "why_not": "only a dead letter can be redriven; it was delivered",
+    }
+    assert (await api.web.get("/api/deliveries/del_nope")).status_code == 404
+
+
+async def test_resend_is_atomic_with_a_stable_refusal_code(
+    api: Api, receiver: ScriptedReceiver
+) -> None:
+    done = await api.publish(event_type="invoice.paid")
+    pending = api.engine.publish("invoice.paid")  # not run: still scheduled
+    before = len(api.engine.deliveries())
+    refused = await api.web.post(
+        "/api/deliveries/resend", json={"ids": [done, pending], "actor": "ops@example.com"}
+    )
+    assert refused.status_code == 409
+    problem = refused.json()
+    assert problem["code"] == "WEBHOOK_DELIVERY_NOT_REPLAYABLE"
+    assert list(problem["ineligible"]) == [pending]
+    assert "scheduled" in problem["ineligible"][pending]
+    assert len(api.engine.deliveries()) == before  # nothing queued
+
+    for body, detail in [
+        ({"ids": [], "actor": "a"}, "1 to 100"),
+        ({"ids": [f"del_{i}" for i in range(101)], "actor": "a"}, "1 to 100"),
+        ({"ids": [done], "actor": ""}, "actor"),
+        ({"ids": "nope", "actor": "a"}, "list"),
+    ]:
+        response = await api.web.post("/api/deliveries/resend", json=body)
+        assert response.status_code == 400, body
+        assert detail in response.json()["detail"]
+
+    receiver.received.clear()
+    queued = await api.web.post(
+        "/api/deliveries/resend", json={"ids": [done], "actor": "ops@example.com"}
+    )
+    assert queued.status_code == 202
+    ((item),) = queued.json()["queued"]
+    assert item["source"] == done
+    assert api.engine.sim.delivery(item["delivery_id"]).state is State.DELIVERED
+    original = api.engine.sim.delivery(done)
+    assert api.engine.sim.delivery(item["delivery_id"]).event_id == original.event_id
+    (sent,) = [
+        r for r in receiver.received if r.headers["hookproof-delivery-id"] == item["delivery_id"]
+    ]
+    assert sent.headers["webhook-id"] == original.event_id  # the same event: receivers dedupe
+    ledger = [r.cause for r in api.engine.sim.ledger(done)]
+    assert "resent" in ledger
+
+
+async def test_redrive_faults_and_metrics(api: Api, receiver: ScriptedReceiver) -> None:
+    receiver.statuses = [410, 200]
+    gone = await api.publish(event_type="renewal.reminder")
+    assert (await api.web.get("/api/dlq")).json() == {
+        "by_reason": {"permanent_response": {"ren_1": 1}}
+    }
+    redriven = await api.web.post(
+        "/api/deliveries/redrive",
+        json={"ids": [gone], "actor": "ops", "reason": "fixed", "deadline": "+1h"},
+    )
+    assert redriven.status_code == 202
+    assert redriven.json()["queued"] == [gone]
+    assert api.engine.sim.delivery(gone).state is State.DELIVERED
+    again = await api.web.post(
+        "/api/deliveries/redrive",
+        json={"ids": [gone], "actor": "ops", "reason": "again", "deadline": "+1h"},
+    )
+    assert again.status_code == 409
+    on = await api.web.post("/api/faults", json={"name": "lost_response", "on": True})
+    assert on.json()["faults"]["lost_response"] == "lost_response"
+    off = await api.web.post("/api/faults", json={"name": "lost_response", "on": False})
+    assert off.json()["faults"]["lost_response"] is None
+    bad = await api.web.post("/api/faults", json={"name": "gremlins", "on": True})
+    assert bad.status_code == 400
+    metrics = (await api.web.get("/api/metrics")).json()
+    assert metrics["states"] == {"delivered": 1}
+    assert metrics["threatened"] == []
+    assert (await api.web.post("/api/events", content=b"x=1")).status_code == 415
+
+
+def _csv(text: str) -> list[dict[str, str]]:
+    return list(csv.DictReader(io.StringIO(text)))
+
+
+async def test_csv_export_of_the_filtered_view_and_its_cap(
+    api: Api, receiver: ScriptedReceiver
+) -> None:
+    receiver.statuses = [200, 410]
+    ok = await api.publish(event_type="invoice.paid")
+    gone = await api.publish(event_type="renewal.reminder")
+    every = await api.web.get("/export.csv")
+    assert every.status_code == 200
+    assert every.headers["content-type"].startswith("text/csv")
+    assert {r["delivery_id"] for r in _csv(every.text)} == {ok, gone}
+    dead = _csv((await api.web.get("/api/deliveries/export.csv?status=dead_letter")).text)
+    assert [(r["delivery_id"], r["reason"], r["last_status"]) for r in dead] == [
+        (gone, "permanent_response", "410")
+    ]
+
+    now = api.engine.sim.now()
+    many = [
+        Publication(endpoint_id="app", deadline_at=now + timedelta(days=1), business_key="bulk")
+        for _ in range(queries.EXPORT_LIMIT)
+    ]
+    api.engine.sim.publish_many(many)  # not run: scheduled
+    exactly = await api.web.get("/export.csv?business_key=bulk")
+    assert exactly.status_code == 200
+    assert exactly.headers["x-row-count"] == str(queries.EXPORT_LIMIT)
+    for path in ["/export.csv", "/api/deliveries/export.csv?event_from=2026-08-13T00:00"]:
+        refused = await api.web.get(path)
+        assert refused.status_code == 422
+        assert refused.headers["content-type"] == "application/problem+json"
+        problem = refused.json()
+        assert problem["code"] == "EXPORT_TOO_LARGE"
+        assert problem["limit"] == queries.EXPORT_LIMIT
+        assert problem["count"] > queries.EXPORT_LIMIT
