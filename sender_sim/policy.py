@@ -16,6 +16,8 @@ Built-in policies (:data:`POLICIES`): ``strict`` (seed 000: full jitter base 5 s
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -151,6 +153,13 @@ class Policy:
             raise ConfigurationError("a redrive grants at least one explicit attempt")
         if self.max_body_bytes < 2:
             raise ConfigurationError("max_body_bytes is too small")
+
+    @functools.cached_property
+    def version(self) -> str:
+        """``strict@1a2b3c4d``: the name and a digest of every field, so any change to a policy
+        (not only a rename) gives it another version in the ledger."""
+        digest = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        return f"{self.name}@{digest}"
 
     @property
     def budget(self) -> timedelta:

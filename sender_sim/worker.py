@@ -25,6 +25,7 @@ Faults from the context's plan fire inside these steps and are recorded as ledge
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -50,6 +51,7 @@ from sender_sim.transitions import claim, release, settle
 from sender_sim.wire import SAMPLE_LIMIT, failure_kind, redact, signed_headers
 
 __all__ = [
+    "WORKER_VERSION",
     "AttemptPlan",
     "FaultNotes",
     "Lease",
@@ -62,6 +64,17 @@ __all__ = [
 ]
 
 FAULT_ACTOR = "fault-injector"
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("hookproof")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
+        return "0+unknown"
+
+
+WORKER_VERSION = f"hookproof-worker/{_package_version()}"
+"""This worker's version, recorded with every attempt and transition."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +173,8 @@ class Request:
     body: bytes
     headers: Mapping[str, str]
     redactions: tuple[str, ...]
+    timeout: timedelta = timedelta(seconds=10)
+    """The shorter of the endpoint's timeout and the policy's."""
 
 
 class FaultNotes:
@@ -372,6 +387,8 @@ class Worker:
         secrets = plan.secrets
         body = lease.event.body
         timestamp = int((self.context.wire_clock.now() + plan.timestamp_skew).timestamp())
+        if not plan.timestamp_skew:  # a skew fault's stamp is left exactly as skewed
+            timestamp = self.context.wire_stamps.next(delivery.delivery_id, timestamp)
         headers = signed_headers(
             scheme=endpoint.endpoint.scheme,
             secrets=secrets,
@@ -385,7 +402,8 @@ class Worker:
         if plan.tamper:
             body = _tamper(body)
         redactions = scheme_named(endpoint.endpoint.scheme).secret_texts(secrets)
-        return Request(endpoint.url, body, headers, tuple(redactions))
+        timeout = min(endpoint.endpoint.timeout, self.context.policy.timeout)
+        return Request(endpoint.url, body, headers, tuple(redactions), timeout)
 
     async def transmit(self, request: Request, plan: AttemptPlan) -> list[Outcome]:
         """POST the request (the plan's copies at once, or one after the other); every answer."""
@@ -415,7 +433,7 @@ class Worker:
         return Sent(lease, outcome, notes.at, ended_at, notes=notes.rows())
 
     async def _post(self, request: Request) -> Outcome:
-        timeout = self.context.policy.timeout.total_seconds()
+        timeout = request.timeout.total_seconds()
         redactions = request.redactions
         try:
             response = await self.context.client.post(
