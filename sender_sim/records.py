@@ -279,6 +279,8 @@ class Attempt:
     error: str = ""
     acked: bool = True
     versions: Versions | None = None
+    signed_at: int | None = None
+    """The Unix second the attempt's signature carries."""
 
 
 @dataclass(frozen=True)

@@ -161,6 +161,7 @@ _SCHEMA: tuple[tuple[str, str], ...] = (
         ALTER TABLE attempts ADD COLUMN policy_version TEXT;
         ALTER TABLE attempts ADD COLUMN envelope_version TEXT;
         ALTER TABLE attempts ADD COLUMN worker_version TEXT;
+        ALTER TABLE attempts ADD COLUMN signed_s INTEGER;
         CREATE TABLE endpoint_history (
             seq INTEGER PRIMARY KEY,
             endpoint_id TEXT NOT NULL,
@@ -206,7 +207,7 @@ _INSERT_LEDGER = (
 _INSERT_ATTEMPT = (
     "INSERT INTO attempts (delivery_id, number, worker, fencing_token, started_us, ended_us,"
     f" kind, classification, status, retry_after, response_sample, error, acked,"
-    f" {_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f" {_VERSION_COLUMNS}, signed_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _ENDPOINT_COLUMNS = "endpoint_id, url, scheme, active, secret_fingerprint, timeout_us, event_types"
 _EVENT_COLUMNS = (
@@ -317,6 +318,7 @@ def _attempt_params(attempt: Attempt, acked: bool, versions: Versions) -> tuple[
         versions.policy,
         versions.envelope,
         versions.worker,
+        attempt.signed_at,
     )
 
 
@@ -786,7 +788,7 @@ class SQLiteStore:
         rows = self._read(
             "SELECT delivery_id, number, worker, fencing_token, started_us, ended_us, kind,"
             " classification, status, retry_after, response_sample, error, acked,"
-            f" {_VERSION_COLUMNS} FROM attempts WHERE delivery_id = ? ORDER BY id",
+            f" {_VERSION_COLUMNS}, signed_s FROM attempts WHERE delivery_id = ? ORDER BY id",
             (delivery_id,),
         )
         return [
@@ -805,9 +807,17 @@ class SQLiteStore:
                 r[11],
                 bool(r[12]),
                 _versions(r[13:16]),
+                r[16],
             )
             for r in rows
         ]
+
+    def last_signed(self, delivery_id: str) -> int | None:
+        """The latest second a recorded attempt of the delivery was signed with."""
+        rows = self._read(
+            "SELECT max(signed_s) FROM attempts WHERE delivery_id = ?", (delivery_id,)
+        )
+        return None if rows[0][0] is None else int(rows[0][0])
 
     def decisions(self) -> list[RedriveDecision]:
         rows = self._read("SELECT * FROM redrive_decisions ORDER BY decision_id")

@@ -50,6 +50,14 @@ class WireStamps:
         self.size = size
         self._last: OrderedDict[str, int] = OrderedDict()
 
+    def knows(self, delivery_id: str) -> bool:
+        return delivery_id in self._last
+
+    def seed(self, delivery_id: str, last: int | None) -> None:
+        """Remember ``last`` (read from the store) as the delivery's latest stamp."""
+        if last is not None:
+            self._last[delivery_id] = max(last, self._last.get(delivery_id, last))
+
     def next(self, delivery_id: str, candidate: int) -> int:
         """``candidate``, or the second after the delivery's last stamp when it would repeat."""
         stamp = next_fresh_second(candidate, self._last.get(delivery_id))

@@ -100,6 +100,8 @@ class Sent:
     ended_at: datetime
     crashed: bool = False
     notes: tuple[LedgerRow, ...] = ()
+    signed_at: int | None = None
+    """The Unix second the attempt was signed with."""
 
 
 @dataclass(frozen=True)
@@ -175,6 +177,8 @@ class Request:
     redactions: tuple[str, ...]
     timeout: timedelta = timedelta(seconds=10)
     """The shorter of the endpoint's timeout and the policy's."""
+    signed_at: int | None = None
+    """The Unix second in the signature."""
 
 
 class FaultNotes:
@@ -346,8 +350,10 @@ class Worker:
         """
         notes = FaultNotes(lease, self.context.clock.now())
         plan = self.plan(lease, notes)
-        outcomes = await self.transmit(self.request(lease, plan), plan)
-        return await self.conclude(lease, outcomes, notes)
+        request = self.request(lease, plan)
+        outcomes = await self.transmit(request, plan)
+        sent = await self.conclude(lease, outcomes, notes)
+        return replace(sent, signed_at=request.signed_at)
 
     def _fires(self, kind: FaultKind, lease: Lease) -> Fault | None:
         return self.context.faults.fires(
@@ -388,7 +394,12 @@ class Worker:
         body = lease.event.body
         timestamp = int((self.context.wire_clock.now() + plan.timestamp_skew).timestamp())
         if not plan.timestamp_skew:  # a skew fault's stamp is left exactly as skewed
-            timestamp = self.context.wire_stamps.next(delivery.delivery_id, timestamp)
+            stamps = self.context.wire_stamps
+            if delivery.attempt > 1 and not stamps.knows(delivery.delivery_id):
+                stamps.seed(
+                    delivery.delivery_id, self.context.store.last_signed(delivery.delivery_id)
+                )
+            timestamp = stamps.next(delivery.delivery_id, timestamp)
         headers = signed_headers(
             scheme=endpoint.endpoint.scheme,
             secrets=secrets,
@@ -403,7 +414,7 @@ class Worker:
             body = _tamper(body)
         redactions = scheme_named(endpoint.endpoint.scheme).secret_texts(secrets)
         timeout = min(endpoint.endpoint.timeout, self.context.policy.timeout)
-        return Request(endpoint.url, body, headers, tuple(redactions), timeout)
+        return Request(endpoint.url, body, headers, tuple(redactions), timeout, timestamp)
 
     async def transmit(self, request: Request, plan: AttemptPlan) -> list[Outcome]:
         """POST the request (the plan's copies at once, or one after the other); every answer."""
@@ -493,6 +504,7 @@ class Worker:
                 retry_after=outcome.retry_after,
                 response_sample=outcome.sample,
                 error=outcome.error,
+                signed_at=sent.signed_at,
             )
             notes.extend(sent.notes)
             persisted.append(False)
