@@ -1,4 +1,4 @@
-"""Seed 000's observability list as one typed snapshot, computed from the store at a given time.
+"""The observability list as one typed snapshot, computed from the store at a given time.
 
 ``attempts_by_classification`` (acknowledged and not), ``oldest_eligible_age`` (how long the oldest
 due delivery has waited), ``deadline_cohorts`` (live deliveries by time left before their

@@ -76,7 +76,7 @@ EVENT_ONLY_STATUSES = tuple(status.value for status in EventStatus)
 
 
 class DeadLetterReason(enum.StrEnum):
-    """Why a delivery entered the dead-letter queue (seed 000's five reasons)."""
+    """Why a delivery entered the dead-letter queue (five reasons)."""
 
     DEADLINE_EXHAUSTED = "deadline_exhausted"
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"

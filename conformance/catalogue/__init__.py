@@ -12,6 +12,7 @@ from conformance.catalogue import (
     deadline,
     idempotency,
     leases,
+    platform,
     redrive,
     response,
     schedules,
@@ -32,6 +33,7 @@ FAMILIES = (
     leases,
     redrive,
     schedules,
+    platform,
     story,
 )
 

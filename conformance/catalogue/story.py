@@ -1,4 +1,4 @@
-"""The story family: seed 000's renewal reminder end to end — an ambiguous timeout, a duplicate
+"""The story family: the renewal reminder end to end — an ambiguous timeout, a duplicate
 attempt, a retry refused past the 10:00 deadline, the DLQ, an audited extension to 11:00 for
 ren_18427 only, one redrive that the receiver answers as already applied, and an ``explain`` that
 tells every transition."""
@@ -12,7 +12,7 @@ __all__ = ["SCENARIOS"]
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="story.renewal-reminder",
-        title="The renewal reminder of seed 000",
+        title="A renewal reminder from lost responses to one applied redrive",
         guarantee="A reminder whose responses were lost before its deadline is dead-lettered, "
         "redriven once by an audited decision, and applied exactly once by the receiver.",
         severity=Severity.MUST,

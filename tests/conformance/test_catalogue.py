@@ -88,6 +88,7 @@ TAGS = {
     "leases": "S",
     "redrive": "S",
     "schedules": "S",
+    "platform": "S",
     "story": "SR",
 }
 
