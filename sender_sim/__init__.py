@@ -115,7 +115,13 @@ from sender_sim.records import (
 )
 from sender_sim.redrive import MAX_BATCH, RedriveResult, RedriveScope
 from sender_sim.resend import RESEND_WINDOW, ResendResult
-from sender_sim.simulator import EndpointConfig, Publication, PublishResult, Simulator
+from sender_sim.simulator import (
+    EndpointConfig,
+    EventPublication,
+    Publication,
+    PublishResult,
+    Simulator,
+)
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.worker import Lease, RunReport, Sent, Worker
 
@@ -142,6 +148,7 @@ __all__ = [
     "EndpointChange",
     "EndpointConfig",
     "Event",
+    "EventPublication",
     "EventStatus",
     "ExportTooLarge",
     "Fault",

@@ -106,6 +106,19 @@ class Publication:
 
 
 @dataclass(frozen=True)
+class EventPublication:
+    """One event to fan out (the keyword arguments of :meth:`Simulator.publish_event`)."""
+
+    event_type: str
+    deadline_at: datetime
+    data: Mapping[str, Any] | None = None
+    business_key: str | None = None
+    event_id: str | None = None
+    body: bytes | None = None
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
 class PublishResult:
     """What :meth:`Simulator.publish_event` did: the event, one delivery per endpoint it went
     to, or none and the event-only status saying why."""
@@ -409,11 +422,14 @@ class Simulator:
         )
         return self.publish_many([publication])[0]
 
-    def publish_many(self, publications: Sequence[Publication]) -> list[str]:
+    def publish_many(
+        self, publications: Sequence[Publication], *, event_only: Sequence[Event] = ()
+    ) -> list[str]:
         """Publish several events in ONE transaction (all or none); their delivery ids in order.
 
         A delivery to a disabled endpoint is stored, and its ledger says it is not sent while the
-        endpoint is disabled."""
+        endpoint is disabled. ``event_only`` events (with their status) are stored in the same
+        transaction."""
         now = self.clock.now()
         rows = [self._prepare(p, now) for p in publications]
         held = [
@@ -422,7 +438,7 @@ class Simulator:
             if step.delivery.state is State.SCHEDULED
             and not self._endpoint(step.delivery.endpoint_id).active
         ]
-        self.store.insert_published_many(rows, held)
+        self.store.insert_published_many(rows, held, event_only)
         return [step.delivery.delivery_id for _, step in rows]
 
     def publish_event(
@@ -441,39 +457,74 @@ class Simulator:
         event-only status (``no_endpoint``, ``endpoint_disabled`` or ``not_subscribed``) and no
         delivery or attempt. Endpoints added later never receive it automatically (only an
         explicit :meth:`resend` sends it to them)."""
+        spec = EventPublication(
+            event_type=event_type,
+            deadline_at=deadline_at,
+            data=data,
+            business_key=business_key,
+            event_id=event_id,
+            body=body,
+            occurred_at=occurred_at,
+        )
+        return self.publish_events([spec])[0]
+
+    def publish_events(self, events: Sequence[EventPublication]) -> list[PublishResult]:
+        """:meth:`publish_event` for several events in ONE transaction (all or none)."""
         now = self.clock.now()
-        deadline = require_aware(deadline_at, "deadline")
-        targets, status = fan_out(self.store.endpoints(), event_type)
-        eid = event_id if event_id is not None else self._new_id("evt", now)
-        if status is not None:
-            occurred = require_aware(occurred_at, "occurred_at") if occurred_at else now
-            raw = body
-            if raw is None:
-                raw = build_body(
-                    event_type=event_type, occurred_at=occurred, data=data or {}, event_id=eid
+        configured = self.store.endpoints()
+        publications: list[Publication] = []
+        event_only: list[Event] = []
+        plans: list[tuple[str, EventStatus | None, tuple[str, ...], int]] = []
+        for spec in events:
+            deadline = require_aware(spec.deadline_at, "deadline")
+            targets, status = fan_out(configured, spec.event_type)
+            eid = spec.event_id if spec.event_id is not None else self._new_id("evt", now)
+            occurred = require_aware(spec.occurred_at, "occurred_at") if spec.occurred_at else now
+            if status is not None:
+                raw = spec.body
+                if raw is None:
+                    raw = build_body(
+                        event_type=spec.event_type,
+                        occurred_at=occurred,
+                        data=spec.data or {},
+                        event_id=eid,
+                    )
+                event_only.append(
+                    Event(
+                        eid,
+                        spec.event_type,
+                        spec.business_key,
+                        occurred,
+                        bytes(raw),
+                        payload_digest(raw),
+                        status,
+                        now,
+                        deadline,
+                    )
                 )
-            event = Event(eid, event_type, business_key, occurred, bytes(raw), payload_digest(raw))
-            self.store.insert_event_only(
-                replace(event, status=status, status_at=now, deadline_at=deadline)
+                plans.append((eid, status, (), 0))
+                continue
+            stripe = any(t.scheme == "stripe" for t in targets)
+            publications.extend(
+                Publication(
+                    endpoint_id=t.endpoint_id,
+                    deadline_at=deadline,
+                    event_type=spec.event_type,
+                    data=spec.data,
+                    business_key=spec.business_key,
+                    event_id=eid,
+                    occurred_at=occurred,
+                    body=spec.body,
+                    body_has_id=stripe,
+                )
+                for t in targets
             )
-            return PublishResult(eid, (), status)
-        stripe = any(t.scheme == "stripe" for t in targets)
-        publications = [
-            Publication(
-                endpoint_id=t.endpoint_id,
-                deadline_at=deadline,
-                event_type=event_type,
-                data=data,
-                business_key=business_key,
-                event_id=eid,
-                occurred_at=occurred_at or now,
-                body=body,
-                body_has_id=stripe,
-            )
-            for t in targets
+            plans.append((eid, None, tuple(t.endpoint_id for t in targets), len(targets)))
+        ids = iter(self.publish_many(publications, event_only=event_only))
+        return [
+            PublishResult(eid, tuple(next(ids) for _ in range(count)), status, endpoints)
+            for eid, status, endpoints, count in plans
         ]
-        ids = self.publish_many(publications)
-        return PublishResult(eid, tuple(ids), None, tuple(t.endpoint_id for t in targets))
 
     def _new_id(self, prefix: str, now: datetime) -> str:
         """A time-ordered id (like a ULID): creation time in µs, a counter, seeded randomness.

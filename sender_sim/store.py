@@ -565,20 +565,20 @@ class SQLiteStore:
         self.insert_published_many([(event, _Published(delivery, row))])
 
     def insert_published_many(
-        self, items: Sequence[tuple[Event, _HasStep]], notes: Sequence[LedgerRow] = ()
+        self,
+        items: Sequence[tuple[Event, _HasStep]],
+        notes: Sequence[LedgerRow] = (),
+        event_only: Sequence[Event] = (),
     ) -> None:
         """Several publications in one transaction: all stored, or none (on a conflict); with
-        ``notes`` about them in the same transaction."""
+        ``notes`` about them, and ``event_only`` events, in the same transaction."""
         versions = self.versions()
         with self._write() as conn:
+            for event in event_only:
+                self._insert_event(conn, event)
             for event, step in items:
                 self._insert_one(conn, event, step.delivery, step.row, versions)
             conn.executemany(_INSERT_LEDGER, [_ledger_params(r, versions) for r in notes])
-
-    def insert_event_only(self, event: Event) -> None:
-        """Store an event no callback could be scheduled for (its ``status`` says why)."""
-        with self._write() as conn:
-            self._insert_event(conn, event)
 
     def _insert_event(self, conn: sqlite3.Connection, event: Event) -> None:
         inserted = conn.execute(
