@@ -862,6 +862,8 @@ class SQLiteStore:
                 applied = conn.execute(_UPDATE, _update_params(change.after, change.before))
                 ok = applied.rowcount == 1
                 results.append(ok)
+                if not ok and _gone(conn, change.before.delivery_id):
+                    continue  # deleted with its endpoint: its history is not written again
                 if ok:
                     ledger_rows.append(_ledger_params(change.row, versions))
                 elif change.refused is not None:
@@ -1042,6 +1044,11 @@ class SQLiteStore:
             except _CasFailed:
                 return False
         return True
+
+
+def _gone(conn: sqlite3.Connection, delivery_id: str) -> bool:
+    row = conn.execute("SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery_id,))
+    return row.fetchone() is None
 
 
 class _CasFailed(Exception):

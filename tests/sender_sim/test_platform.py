@@ -272,3 +272,16 @@ def test_attempts_within_one_wall_second_get_distinct_timestamps(make_bare: Make
     stamps = [int(r.headers["webhook-timestamp"]) for r in seen]
     assert len(stamps) > 2
     assert stamps == sorted(set(stamps))
+
+
+def test_an_ack_after_its_endpoint_was_deleted_writes_nothing(make_bare: MakeSim) -> None:
+    sim = make_bare()
+    sim.add_endpoint("a", URL, [SECRET])
+    [did] = sim.publish_event(event_type="t", deadline_at=DEADLINE).delivery_ids
+    worker = sim.worker("w")
+    [lease] = worker.claim()
+    sent = asyncio.run(worker.send(lease))
+    sim.delete_endpoint("a", actor="ops")
+    assert worker.complete([sent]) == [False]
+    assert sim.store.attempts(did) == []
+    assert sim.store.ledger(did) == []
