@@ -14,12 +14,16 @@ SQLite floor measured in the same run.
   first whole second at or after the next due time and claims everything due), and the virtual
   clock jumps there: hours of backoff take no wall time.
 
+``--fan-out N`` (N > 1) is the platform variant: N endpoints subscribed to the event type, and
+``--deliveries / N`` events published with ``Simulator.publish_events`` (fan-out, one
+transaction per batch), so every event materialises N deliveries; the same target applies.
+
 "Transitions" are the ledger's state-change rows (publish, lease, delivered / retry / dead
 letter), counted from the file at the end. The ratio is transitions/s over floor commits/s; the
 target is at least 1/3.
 
 Files go to a temporary directory next to this script (the repository's disk, never tmpfs).
-Run: ``.venv/bin/python bench/bench_sender.py [--deliveries N] [--batch N]``.
+Run: ``.venv/bin/python bench/bench_sender.py [--deliveries N] [--batch N] [--fan-out 3]``.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))  # run from a checkout without reinstalling
 
 from sender_sim import (  # noqa: E402
+    EventPublication,
     FullJitter,
     Policy,
     Publication,
@@ -88,20 +93,12 @@ def receiver(seed: int) -> httpx.MockTransport:
     return httpx.MockTransport(answer)
 
 
-async def machine(directory: Path, deliveries: int, batch: int) -> dict[str, float]:
-    store = SQLiteStore(directory / "sender.db", synchronous=os.environ.get("BENCH_SYNC", "FULL"))
-    clock = VirtualClock(T0)
-    policy = Policy(
-        backoff=FullJitter(base=timedelta(seconds=5), cap=timedelta(minutes=5)),
-        max_attempts=8,
-        expected_attempt_time=timedelta(seconds=30),
-        lease_duration=timedelta(minutes=2),
-    )
-    async with httpx.AsyncClient(transport=receiver(7)) as client:
-        sim = Simulator(store, clock=clock, policy=policy, client=client, seed=7)
+def publish(sim: Simulator, deliveries: int, batch: int, fan_out: int) -> None:
+    """Publish ``deliveries`` deliveries in batches: one endpoint and one event each, or
+    ``fan_out`` endpoints and one event per ``fan_out`` deliveries."""
+    deadline = T0 + timedelta(days=1)
+    if fan_out <= 1:
         sim.add_endpoint("bench", "http://127.0.0.1:9/webhooks", [SECRET])
-        started = time.perf_counter()
-        deadline = T0 + timedelta(days=1)
         for first in range(0, deliveries, batch):
             count = min(batch, deliveries - first)
             sim.publish_many(
@@ -116,6 +113,46 @@ async def machine(directory: Path, deliveries: int, batch: int) -> dict[str, flo
                     for n in range(count)
                 ]
             )
+        return
+    for n in range(fan_out):
+        sim.add_endpoint(
+            f"bench-{n}",
+            f"http://127.0.0.1:9/webhooks/{n}",
+            [SECRET],
+            event_types=["renewal.reminder"],
+        )
+    events = deliveries // fan_out
+    per_batch = max(1, batch // fan_out)
+    for first in range(0, events, per_batch):
+        count = min(per_batch, events - first)
+        sim.publish_events(
+            [
+                EventPublication(
+                    event_type="renewal.reminder",
+                    deadline_at=deadline,
+                    data={"renewal_id": f"ren_{first + n}"},
+                    business_key=f"ren_{first + n}",
+                )
+                for n in range(count)
+            ]
+        )
+
+
+async def machine(
+    directory: Path, deliveries: int, batch: int, fan_out: int = 1
+) -> dict[str, float]:
+    store = SQLiteStore(directory / "sender.db", synchronous=os.environ.get("BENCH_SYNC", "FULL"))
+    clock = VirtualClock(T0)
+    policy = Policy(
+        backoff=FullJitter(base=timedelta(seconds=5), cap=timedelta(minutes=5)),
+        max_attempts=8,
+        expected_attempt_time=timedelta(seconds=30),
+        lease_duration=timedelta(minutes=2),
+    )
+    async with httpx.AsyncClient(transport=receiver(7)) as client:
+        sim = Simulator(store, clock=clock, policy=policy, client=client, seed=7)
+        started = time.perf_counter()
+        publish(sim, deliveries, batch, fan_out)
         published = time.perf_counter() - started
         report = await sim.run_until_settled(limit=batch, poll_interval=timedelta(seconds=1))
         elapsed = time.perf_counter() - started
@@ -141,6 +178,9 @@ def main() -> None:
     parser.add_argument("--deliveries", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000, help="deliveries per worker pass")
     parser.add_argument("--floor-commits", type=int, default=1500)
+    parser.add_argument(
+        "--fan-out", type=int, default=1, help="endpoints each event fans out to (1: no fan-out)"
+    )
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="bench-sender-", dir=HERE))
     try:
@@ -149,12 +189,13 @@ def main() -> None:
             f"floor: {floor_rate:,.0f} single-row commits/s (WAL, synchronous=FULL, "
             f"{args.floor_commits} commits)"
         )
-        result = asyncio.run(machine(directory, args.deliveries, args.batch))
+        result = asyncio.run(machine(directory, args.deliveries, args.batch, args.fan_out))
     finally:
         shutil.rmtree(directory, ignore_errors=True)
     rate = result["transitions"] / result["elapsed"]
+    shape = f" (fan-out to {args.fan_out} endpoints per event)" if args.fan_out > 1 else ""
     print(
-        f"machine: {args.deliveries:,} deliveries, {result['attempts']:,.0f} attempts, "
+        f"machine{shape}: {args.deliveries:,} deliveries, {result['attempts']:,.0f} attempts, "
         f"{result['transitions']:,.0f} transitions in {result['elapsed']:.1f} s "
         f"(publishing {result['publish_s']:.1f} s; {result['passes']:.0f} worker passes; "
         f"{result['virtual_h']:.2f} h of virtual time)"

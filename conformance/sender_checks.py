@@ -16,7 +16,7 @@ from conformance.harnesses.sender_steps import SenderDriver
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.results import Failure
-from sender_sim import RedriveIncomplete, RedriveRefused
+from sender_sim import RedriveIncomplete, RedriveRefused, ResendRefused
 
 __all__ = ["SENDER_CHECKS"]
 
@@ -251,4 +251,54 @@ async def _decision_by(run: WireRun, driver: SenderDriver, exp: Expectation) -> 
     others = [d for d in mine[0].delivery_ids if d != delivery_id]
     if others and not exp.args.get("others_allowed", False):
         return _fail(driver, exp, f"the decision also queued {others}")
+    return None
+
+
+def _plain_fail(expectation: Expectation, observed: str) -> Failure:
+    """A failure with no delivery story to tell (event-only events, exports)."""
+    return Failure(expectation.describe(), observed, "")
+
+
+@check("deliveries_to")
+async def _deliveries_to(run: WireRun, driver: SenderDriver, exp: Expectation) -> Failure | None:
+    """The event has exactly one delivery to each endpoint in ``endpoints`` (and no other)."""
+    event_id = driver.track(exp.args["event"]).event_id
+    found = sorted(d.endpoint_id for d in driver.simulator.store.event_deliveries(event_id))
+    if found != sorted(exp.args["endpoints"]):
+        return _plain_fail(exp, f"deliveries to {found}")
+    return None
+
+
+@check("event_status")
+async def _event_status(run: WireRun, driver: SenderDriver, exp: Expectation) -> Failure | None:
+    """The event's event-only ``status`` (``none``: it has deliveries), with no attempt made up."""
+    tracked = driver.track(exp.args["event"])
+    event = driver.simulator.event(tracked.event_id)
+    status = event.status.value if event.status else "none"
+    if status != exp.args["status"]:
+        return _plain_fail(exp, f"the event's status is {status}")
+    if event.status and driver.simulator.store.event_deliveries(tracked.event_id):
+        return _plain_fail(exp, "an event-only event has deliveries")
+    return None
+
+
+@check("resend_refused")
+async def _resend_refused(run: WireRun, driver: SenderDriver, exp: Expectation) -> Failure | None:
+    """Every resend request was refused with the stable ``code`` (and the item's ``reason``)."""
+    errors = driver.resend_errors
+    if not errors:
+        return _fail(driver, exp, "no resend was refused")
+    code = exp.args.get("code", ResendRefused.code)
+    reason = exp.args.get("reason")
+    for error in errors:
+        if error.code != code or (reason and reason not in error.ineligible.values()):
+            return _fail(driver, exp, f"refused {error.code}: {error.ineligible}")
+    return None
+
+
+@check("export_refused")
+async def _export_refused(run: WireRun, driver: SenderDriver, exp: Expectation) -> Failure | None:
+    """Every export was refused with ``code`` (no partial file)."""
+    if not driver.exports or any(e != exp.args["code"] for e in driver.exports):
+        return _plain_fail(exp, f"exports: {driver.exports}")
     return None

@@ -19,7 +19,18 @@ The façade (stable API; the CLI, the sandbox and the conformance runner use onl
         wire_clock=None,                  # signature timestamps: real time by default
     )
     sim.add_endpoint("partner", "http://127.0.0.1:8000/webhooks", ["whsec_..."],
-                     scheme="standard")   # "standard" | "stripe" | "github"
+                     scheme="standard",   # "standard" | "stripe" | "github"
+                     timeout=5.0, event_types=None, active=True)   # None: every event type
+    sim.set_endpoint_active("partner", False, actor="ops@x")   # disabled: nothing automatic
+    sim.delete_endpoint("partner", actor="ops@x")    # its deliveries go; setup history stays
+    sim.endpoint_history("partner") -> list[EndpointChange]    # created/changed/.../deleted
+    result = sim.publish_event(event_type="renewal.reminder", deadline_at=..., data={...},
+                               business_key="ren_18427")  # fan-out to active subscribers
+    result.event_id, result.delivery_ids, result.event_status  # None or an event-only status
+    sim.resend([delivery_or_event_id, ...], actor="ops@x")    # -> ResendResult; raises
+                              # ResendRefused (.code WEBHOOK_DELIVERY_NOT_REPLAYABLE, .ineligible)
+    sim.rows(RowFilter(kind="delivery", status="dead_letter", http_class="5xx")) -> list[Row]
+    sim.export_csv(RowFilter(business_key="ren_18427"), out)  # raises ExportTooLarge > 5000
     delivery_id = sim.publish(endpoint_id="partner", deadline_at=..., event_type="renewal.reminder",
                               data={...}, business_key="ren_18427",
                               event_id=None, body=None, first_attempt_at=None)
@@ -63,6 +74,7 @@ from sender_sim.envelope import build_body, payload_digest
 from sender_sim.exceptions import (
     ConfigurationError,
     ConflictError,
+    ExportTooLarge,
     InvalidTime,
     InvalidTransition,
     NotFound,
@@ -70,10 +82,12 @@ from sender_sim.exceptions import (
     RedriveIncomplete,
     RedriveProblem,
     RedriveRefused,
+    ResendRefused,
     SimulatorError,
     StoreError,
 )
 from sender_sim.faults import Fault, FaultInjector, FaultKind, FaultPlan
+from sender_sim.inspection import EXPORT_LIMIT, Row, RowFilter, RowKind
 from sender_sim.metrics import Cohort, MetricsSnapshot
 from sender_sim.policy import (
     POLICIES,
@@ -88,23 +102,35 @@ from sender_sim.records import (
     DeadLetterReason,
     Delivery,
     Endpoint,
+    EndpointChange,
     Event,
+    EventStatus,
     LedgerRow,
     OutcomeKind,
     RedriveDecision,
     State,
+    Versions,
     format_duration,
     rfc3339,
 )
 from sender_sim.redrive import MAX_BATCH, RedriveResult, RedriveScope
-from sender_sim.simulator import EndpointConfig, Publication, Simulator
+from sender_sim.resend import RESEND_WINDOW, ResendResult
+from sender_sim.simulator import (
+    EndpointConfig,
+    EventPublication,
+    Publication,
+    PublishResult,
+    Simulator,
+)
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.worker import Lease, RunReport, Sent, Worker
 
 __all__ = [
+    "EXPORT_LIMIT",
     "MAX_BATCH",
     "POLICIES",
     "PROFILES",
+    "RESEND_WINDOW",
     "SCHEDULE",
     "SEED_002_SCHEDULE",
     "STRICT",
@@ -119,8 +145,12 @@ __all__ = [
     "Delivery",
     "DeliveryFilter",
     "Endpoint",
+    "EndpointChange",
     "EndpointConfig",
     "Event",
+    "EventPublication",
+    "EventStatus",
+    "ExportTooLarge",
     "Fault",
     "FaultInjector",
     "FaultKind",
@@ -138,6 +168,7 @@ __all__ = [
     "Policy",
     "Profile",
     "Publication",
+    "PublishResult",
     "RealClock",
     "RedriveDecision",
     "RedriveError",
@@ -146,6 +177,11 @@ __all__ = [
     "RedriveRefused",
     "RedriveResult",
     "RedriveScope",
+    "ResendRefused",
+    "ResendResult",
+    "Row",
+    "RowFilter",
+    "RowKind",
     "RunReport",
     "SQLiteStore",
     "Sent",
@@ -156,6 +192,7 @@ __all__ = [
     "StatusRule",
     "StoreError",
     "Verdict",
+    "Versions",
     "VirtualClock",
     "Worker",
     "build_body",

@@ -4,12 +4,12 @@ A profile is data: an ordered table of :class:`StatusRule` (first match wins) fo
 one :class:`Verdict` per transport failure kind, and a default for statuses no rule names. Two
 profiles are built in (:data:`PROFILES`):
 
-``strict`` (seed 000)
+``strict`` (quarantine what retrying cannot repair)
     2xx delivered; 401/403 → ``authentication_policy``; 409 → quarantined as
     ``permanent_response`` (a generic sender must not invent success semantics for it); 410 and
     every other 4xx → ``permanent_response``; 429 retried, honoring a valid ``Retry-After``;
     5xx retried; anything else (1xx/3xx) → ``permanent_response``.
-``schedule`` (seed 002)
+``schedule`` (a fixed schedule; only 410 is final)
     2xx delivered; 410 → ``permanent_response``; every other answer retried on the schedule
     (``Retry-After`` not consulted: the schedule decides). A policy with it allows at most ten
     total attempts.
@@ -151,7 +151,7 @@ STRICT = Profile(
     ),
     default=Verdict("unexpected_status", Action.DEAD_LETTER, _PERMANENT),
 )
-"""Seed 000: quarantine what retrying cannot repair; retry only what may heal."""
+"""Strict: quarantine what retrying cannot repair; retry only what may heal."""
 
 SCHEDULE = Profile(
     name="schedule",
@@ -165,7 +165,7 @@ SCHEDULE = Profile(
     default=Verdict("unexpected_status", Action.RETRY),
     max_attempts=10,
 )
-"""Seed 002: every non-2xx answer is retried on the schedule, except 410; at most ten total
+"""Schedule: every non-2xx answer is retried on the schedule, except 410; at most ten total
 attempts."""
 
 PROFILES: Mapping[str, Profile] = {p.name: p for p in (STRICT, SCHEDULE)}

@@ -22,6 +22,7 @@ from sender_sim.faults import FaultInjector
 from sender_sim.policy import Policy
 from sender_sim.records import Event
 from sender_sim.store import SQLiteStore
+from sender_sim.wire import WireStamps
 
 __all__ = ["WorkerContext"]
 
@@ -40,6 +41,11 @@ class WorkerContext(Protocol):
     @property
     def wire_clock(self) -> Clock:
         """The clock that stamps signatures."""
+        ...
+
+    @property
+    def wire_stamps(self) -> WireStamps:
+        """Keeps each delivery's signed seconds from repeating."""
         ...
 
     @property

@@ -16,9 +16,18 @@ from typing import Any
 
 from sender_sim.records import rfc3339
 
-__all__ = ["MAX_EVENT_ID_LENGTH", "build_body", "envelope_problem", "payload_digest"]
+__all__ = [
+    "ENVELOPE_SCHEMA_VERSION",
+    "MAX_EVENT_ID_LENGTH",
+    "build_body",
+    "envelope_problem",
+    "payload_digest",
+]
 
 MAX_EVENT_ID_LENGTH = 255
+
+ENVELOPE_SCHEMA_VERSION = "hookproof.envelope/1"
+"""The version of the body layout above, recorded with every attempt and transition."""
 
 
 def build_body(

@@ -10,20 +10,25 @@ and prints its message as one line::
     ├── ConflictError           an id reused for a different event or endpoint
     ├── StoreError              the SQLite store failed or holds a schema from the future
     ├── InvalidTransition       a transition asked of a delivery in the wrong state (a ValueError)
-    └── RedriveError            a redrive that was not carried out
-        ├── RedriveIncomplete   actor, reason, fresh deadline or scope missing (nothing recorded)
-        └── RedriveRefused      the decision was recorded as refused; ``problems`` says why per item
+    ├── RedriveError            a redrive that was not carried out
+    │   ├── RedriveIncomplete   actor, reason, fresh deadline or scope missing (nothing recorded)
+    │   └── RedriveRefused      the decision was recorded as refused; ``problems`` says why per item
+    ├── ResendRefused           a resend that queued nothing (``code``
+    │                           WEBHOOK_DELIVERY_NOT_REPLAYABLE); ``ineligible``: id -> why
+    └── ExportTooLarge          an export over the row cap (``code`` EXPORT_TOO_LARGE)
 
 Messages never contain a secret.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
     "ConfigurationError",
     "ConflictError",
+    "ExportTooLarge",
     "InvalidTime",
     "InvalidTransition",
     "NotFound",
@@ -31,6 +36,7 @@ __all__ = [
     "RedriveIncomplete",
     "RedriveProblem",
     "RedriveRefused",
+    "ResendRefused",
     "SimulatorError",
     "StoreError",
 ]
@@ -98,3 +104,33 @@ class RedriveRefused(RedriveError):
     def codes(self) -> frozenset[str]:
         """The distinct problem codes, e.g. ``{"not_dead_letter"}``."""
         return frozenset(p.code for p in self.problems)
+
+
+class ResendRefused(SimulatorError):
+    """A resend request that queued nothing (bulk is atomic): at least one id is not replayable.
+
+    ``code`` is the stable :data:`NOT_REPLAYABLE`; ``ineligible`` maps each offending id to a
+    short reason (``pending``, ``in_flight``, ``endpoint_disabled``, ``not_found``, ...).
+    """
+
+    code = "WEBHOOK_DELIVERY_NOT_REPLAYABLE"
+
+    def __init__(self, ineligible: Mapping[str, str]) -> None:
+        self.ineligible = dict(ineligible)
+        shown = ", ".join(f"{k}: {v}" for k, v in list(self.ineligible.items())[:5])
+        more = f" (and {len(self.ineligible) - 5} more)" if len(self.ineligible) > 5 else ""
+        super().__init__(f"{self.code}: nothing was queued; {shown}{more}")
+
+
+class ExportTooLarge(SimulatorError):
+    """An export whose filters select more rows than the cap; nothing was written."""
+
+    code = "EXPORT_TOO_LARGE"
+
+    def __init__(self, count: int, limit: int) -> None:
+        self.count = count
+        self.limit = limit
+        super().__init__(
+            f"{self.code}: the filters select {count} rows, more than the {limit} an export may "
+            "hold; narrow the filters (nothing was written)"
+        )

@@ -168,6 +168,18 @@ SENTENCES: Mapping[str, Sentence] = {
         f"{r.actor}'s release of a failed dispatch (fencing token {d.get('token')}) REFUSED: a "
         "newer claim holds the delivery"
     ),
+    "resent": lambda r, d: (
+        f"RESEND requested by {r.actor}: was {d.get('previous_state')}"
+        + (f" ({d['previous_reason']})" if d.get("previous_reason") else "")
+        + f" after {d.get('attempts_so_far')} attempt(s); one more real attempt of the same "
+        f"event, due now, signed afresh, up to attempt {d.get('max_attempts')}; deadline "
+        f"{d.get('deadline')} -> scheduled"
+    ),
+    "resent_new": lambda r, d: (
+        f"RESEND requested by {r.actor}: a new delivery of event {d.get('resent_event')} to "
+        f"this endpoint, active and subscribed now; first attempt due {d.get('start')}, "
+        f"deadline {d.get('deadline')} -> scheduled"
+    ),
     "copies_sent": lambda r, d: (
         f"attempt {d.get('attempt')} went out as several identical copies; answers "
         f"{d.get('answers')}"
@@ -197,6 +209,9 @@ def _attempt_line(attempt: Attempt) -> str:
         f"{attempt.worker} (token {attempt.fencing_token})  {answer}, "
         f"{attempt.classification}, {ack}"
     )
+    if attempt.versions is not None:
+        v = attempt.versions
+        line += f"\n        versions: policy {v.policy}, envelope {v.envelope}, worker {v.worker}"
     if attempt.response_sample:
         line += f"\n        sample: {attempt.response_sample[:120]!r}"
     return line
@@ -225,10 +240,10 @@ def explain_text(
         f"  payload:   sha256 {delivery.payload_digest} ({len(event.body)} bytes, "
         "identical on every attempt)",
         f"  state:     {state}; {delivery.attempt} attempt(s) of at most "
-        f"{delivery.max_attempts}; {delivery.redrives} redrive(s)",
+        f"{delivery.max_attempts}; {delivery.redrives} redrive(s), {delivery.resends} resend(s)",
         f"  deadline:  {rfc3339(delivery.deadline_at)} ("
         + (f"{format_duration(left)} left" if left > left.__class__(0) else "passed")
-        + f" at {rfc3339(now)}; each attempt budgeted {budget_text})",
+        + f" at {rfc3339(now)} on the simulation clock; each attempt budgeted {budget_text})",
     ]
     if delivery.next_attempt_at is not None:
         lines.append(f"  next:      attempt due {rfc3339(delivery.next_attempt_at)}")

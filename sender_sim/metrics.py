@@ -1,4 +1,4 @@
-"""Seed 000's observability list as one typed snapshot, computed from the store at a given time.
+"""The observability list as one typed snapshot, computed from the store at a given time.
 
 ``attempts_by_classification`` (acknowledged and not), ``oldest_eligible_age`` (how long the oldest
 due delivery has waited), ``deadline_cohorts`` (live deliveries by time left before their
@@ -8,7 +8,8 @@ worker that took an expired lease over: the resend after a crash) — ``dlq_by_r
 redrive outcomes — ``redrive_outcomes`` (decisions queued / refused) and ``redriven_deliveries``
 (what became of them: ``delivered``, ``dead_again``, ``pending``) — and ``threatened``: the live
 deliveries whose next safe attempt no longer fits before their deadline, the alert that queue
-length cannot give.
+length cannot give — and ``event_only``: events no callback could be scheduled for, by status.
+:mod:`sender_sim.exposition` renders a snapshot in the Prometheus text format.
 """
 
 from __future__ import annotations
@@ -61,6 +62,8 @@ class MetricsSnapshot:
     """Attempts sent under a lease taken over after expiry (the resend after a crash)."""
     redriven_deliveries: Mapping[str, int] = field(default_factory=dict)
     """Redriven deliveries by what became of them: ``delivered``, ``dead_again``, ``pending``."""
+    event_only: Mapping[str, int] = field(default_factory=dict)
+    """Events without a retained delivery, by event-only status."""
 
     def as_dict(self) -> dict[str, Any]:
         """JSON-ready: durations as text and as integer microseconds."""
@@ -83,6 +86,7 @@ class MetricsSnapshot:
             "redrive_outcomes": dict(self.redrive_outcomes),
             "redriven_deliveries": dict(self.redriven_deliveries),
             "threatened": list(self.threatened),
+            "event_only": dict(self.event_only),
         }
 
     def render(self) -> str:
@@ -113,6 +117,7 @@ class MetricsSnapshot:
             f"  next safe attempt past deadline: {len(self.threatened)}"
             + (f" ({', '.join(self.threatened[:10])})" if self.threatened else "")
         )
+        lines.append("  event-only events: " + _pairs(self.event_only))
         return "\n".join(lines)
 
 
@@ -141,6 +146,10 @@ def snapshot(store: SQLiteStore, policy: Policy, now: datetime) -> MetricsSnapsh
     redriven = store.counts(
         "SELECT CASE state WHEN 'delivered' THEN 'delivered' WHEN 'dead_letter' THEN 'dead_again'"
         " ELSE 'pending' END, count(*) FROM deliveries WHERE redrives > 0 GROUP BY 1"
+    )
+    event_only = store.counts(
+        "SELECT status, count(*) FROM events INDEXED BY events_only WHERE status IS NOT NULL"
+        " GROUP BY status"
     )
     oldest: timedelta | None = None
     buckets: dict[str, list[timedelta]] = {label: [] for label, _ in COHORTS}
@@ -178,4 +187,5 @@ def snapshot(store: SQLiteStore, policy: Policy, now: datetime) -> MetricsSnapsh
         threatened=tuple(sorted(threatened)),
         lease_expiry_resends=resends,
         redriven_deliveries=redriven,
+        event_only=event_only,
     )

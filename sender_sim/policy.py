@@ -4,18 +4,20 @@ Backoffs are pure: given the attempt just made, when it was scheduled and when i
 when the next one is due. :class:`FullJitter` draws an integer number of microseconds uniformly from
 ``[0, min(cap, base·2^(n-1))]`` with the injected, seeded ``random.Random`` (``n`` = attempts made),
 measured from the end of the attempt. :class:`FixedSchedule` adds ``delays[n]`` (the last delay
-repeating) to the preceding attempt's *scheduled* time, as seed 002 specifies.
+repeating) to the preceding attempt's *scheduled* time, as a fixed retry schedule specifies.
 
 The deadline rule (:meth:`Policy.fits`): an attempt may start at ``t`` iff
 ``t + expected_attempt_time + max_clock_skew < deadline`` — strictly, so equality dead-letters.
 
-Built-in policies (:data:`POLICIES`): ``strict`` (seed 000: full jitter base 5 s cap 900 s,
-8 attempts, 30 s budget, 10 s timeout, strict profile) and ``schedule`` (seed 002: 0, 1 m, 5 m,
+Built-in policies (:data:`POLICIES`): ``strict`` (full jitter base 5 s cap 900 s,
+8 attempts, 30 s budget, 10 s timeout, strict profile) and ``schedule`` (0, 1 m, 5 m,
 15 m, 1 h, 6 h then 6 h, 10 attempts, 5 s timeout, schedule profile).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import random
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -114,7 +116,7 @@ SEED_002_SCHEDULE = FixedSchedule(
         timedelta(hours=6),
     )
 )
-"""Seed 002: immediate, +1 m, +5 m, +15 m, +1 h, +6 h, then +6 h again."""
+"""The fixed schedule: immediate, +1 m, +5 m, +15 m, +1 h, +6 h, then +6 h again."""
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,13 @@ class Policy:
             raise ConfigurationError("a redrive grants at least one explicit attempt")
         if self.max_body_bytes < 2:
             raise ConfigurationError("max_body_bytes is too small")
+
+    @functools.cached_property
+    def version(self) -> str:
+        """``strict@1a2b3c4d``: the name and a digest of every field, so any change to a policy
+        (not only a rename) gives it another version in the ledger."""
+        digest = hashlib.sha256(repr(self).encode()).hexdigest()[:8]
+        return f"{self.name}@{digest}"
 
     @property
     def budget(self) -> timedelta:

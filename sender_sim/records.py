@@ -21,16 +21,21 @@ from typing import Any
 from sender_sim.exceptions import ConfigurationError
 
 __all__ = [
+    "DEFAULT_ENDPOINT_TIMEOUT",
     "EPOCH",
+    "EVENT_ONLY_STATUSES",
     "Attempt",
     "DeadLetterReason",
     "Delivery",
     "Endpoint",
+    "EndpointChange",
     "Event",
+    "EventStatus",
     "LedgerRow",
     "OutcomeKind",
     "RedriveDecision",
     "State",
+    "Versions",
     "format_duration",
     "from_us",
     "reason_named",
@@ -42,7 +47,8 @@ EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 class State(enum.StrEnum):
-    """Where a delivery is. Only a redrive moves ``dead_letter`` back to ``scheduled``."""
+    """Where a delivery is. Only an operator's redrive or resend moves ``dead_letter`` (or, for
+    a resend, ``delivered``) back to ``scheduled``."""
 
     SCHEDULED = "scheduled"
     LEASED = "leased"
@@ -50,8 +56,27 @@ class State(enum.StrEnum):
     DEAD_LETTER = "dead_letter"
 
 
+class EventStatus(enum.StrEnum):
+    """What became of an event that has no retained delivery (an *event-only* row).
+
+    The first three record what the publisher observed when no callback could be scheduled:
+    no endpoint configured at all, none active, or no active one subscribed to the event's type.
+    ``history_unavailable``: the event's deliveries were removed with their endpoint; nothing is
+    known of them and nothing is made up. None of them has an attempt or an automatic retry; only
+    an explicit resend sends such an event (to the endpoints active and subscribed then).
+    """
+
+    NO_ENDPOINT = "no_endpoint"
+    ENDPOINT_DISABLED = "endpoint_disabled"
+    NOT_SUBSCRIBED = "not_subscribed"
+    HISTORY_UNAVAILABLE = "history_unavailable"
+
+
+EVENT_ONLY_STATUSES = tuple(status.value for status in EventStatus)
+
+
 class DeadLetterReason(enum.StrEnum):
-    """Why a delivery entered the dead-letter queue (seed 000's five reasons)."""
+    """Why a delivery entered the dead-letter queue (five reasons)."""
 
     DEADLINE_EXHAUSTED = "deadline_exhausted"
     ATTEMPTS_EXHAUSTED = "attempts_exhausted"
@@ -125,20 +150,63 @@ def format_duration(delta: timedelta) -> str:
     return sign + "".join(parts)
 
 
+DEFAULT_ENDPOINT_TIMEOUT = timedelta(seconds=5)
+
+
 @dataclass(frozen=True)
 class Endpoint:
-    """Where deliveries go. ``secrets`` never leave this process: the store keeps a fingerprint."""
+    """Where deliveries go. ``secrets`` never leave this process: the store keeps a fingerprint.
+
+    ``timeout`` bounds each request to this endpoint (the policy's timeout is a ceiling over it);
+    ``event_types`` are its subscriptions (``None``: every type).
+    """
 
     endpoint_id: str
     url: str
     scheme: str = "standard"
     active: bool = True
     secret_fingerprint: str = ""
+    timeout: timedelta = DEFAULT_ENDPOINT_TIMEOUT
+    event_types: tuple[str, ...] | None = None
+
+    def subscribes(self, event_type: str) -> bool:
+        """Whether this endpoint's subscriptions include ``event_type``."""
+        return self.event_types is None or event_type in self.event_types
+
+
+@dataclass(frozen=True)
+class EndpointChange:
+    """One entry of an endpoint's setup history: ``action`` is ``created``, ``changed``,
+    ``disabled``, ``enabled`` or ``deleted``; ``before``/``after`` are the settings (URL, scheme,
+    active, timeout, subscriptions and the secret's fingerprint, never a secret)."""
+
+    endpoint_id: str
+    at: datetime
+    actor: str
+    action: str
+    before: Mapping[str, Any] | None
+    after: Mapping[str, Any] | None
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class Versions:
+    """What wrote a ledger row or an attempt: the retry policy, the envelope schema and the
+    worker, each versioned on its own (a policy rollback never rewrites a stored message)."""
+
+    policy: str
+    envelope: str
+    worker: str
 
 
 @dataclass(frozen=True)
 class Event:
-    """One business event; ``body`` is the exact JSON bytes sent, ``digest`` its SHA-256 (hex)."""
+    """One business event; ``body`` is the exact JSON bytes sent, ``digest`` its SHA-256 (hex).
+
+    ``status`` is ``None`` while the event has retained deliveries, else its event-only
+    :class:`EventStatus` (recorded at ``status_at``); ``deadline_at`` is the deadline it was
+    published with.
+    """
 
     event_id: str
     type: str
@@ -146,16 +214,21 @@ class Event:
     occurred_at: datetime
     body: bytes
     digest: str
+    status: EventStatus | None = None
+    status_at: datetime | None = None
+    deadline_at: datetime | None = None
 
 
 @dataclass(frozen=True)
 class Delivery:
     """One event to one endpoint, with its scheduling, lease and dead-letter state.
 
-    ``attempt`` counts attempts started (incremented when a lease is taken); ``max_attempts`` is
-    this delivery's own limit (a redrive may raise it by one explicit attempt);
+    ``attempt`` counts attempts started (incremented when a lease is taken) over the delivery's
+    whole life; ``max_attempts`` is this delivery's own limit (a redrive or a resend may raise it
+    by one explicit attempt);
     ``scheduled_for`` is the due time of the current or last attempt (fixed schedules measure
-    from it); ``dlq_reason`` keeps the last dead-letter reason after a redrive, for the audit.
+    from it); ``dlq_reason`` keeps the last dead-letter reason after a redrive, for the audit;
+    ``redrives`` and ``resends`` count the operator decisions that queued it again.
     """
 
     delivery_id: str
@@ -179,6 +252,7 @@ class Delivery:
     fencing_token: int = 0
     last_outcome: str | None = None
     redrives: int = 0
+    resends: int = 0
 
 
 @dataclass(frozen=True)
@@ -204,6 +278,9 @@ class Attempt:
     response_sample: str = ""
     error: str = ""
     acked: bool = True
+    versions: Versions | None = None
+    signed_at: int | None = None
+    """The Unix second the attempt's signature carries."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +296,8 @@ class LedgerRow:
     reason: DeadLetterReason | None = None
     details: Mapping[str, Any] = field(default_factory=dict)
     seq: int = 0
+    versions: Versions | None = None
+    """What wrote the row (read back from the store; ``None`` before it is written)."""
 
     @property
     def is_state_change(self) -> bool:

@@ -19,37 +19,50 @@ import asyncio
 import itertools
 import random
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from types import TracebackType
-from typing import Any
+from typing import Any, TextIO
 
 import httpx
 
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.signing import SCHEMES, Secret, fingerprint, scheme_named
+from sender_sim import inspection
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
 from sender_sim.endpoint_config import EndpointConfig
-from sender_sim.envelope import build_body, envelope_problem, payload_digest
+from sender_sim.endpoints import fan_out, history_entry
+from sender_sim.envelope import (
+    ENVELOPE_SCHEMA_VERSION,
+    build_body,
+    envelope_problem,
+    payload_digest,
+)
 from sender_sim.exceptions import (
     ConfigurationError,
     NotFound,
     RedriveProblem,
     RedriveRefused,
+    ResendRefused,
 )
 from sender_sim.explain import explain_text
 from sender_sim.faults import FaultInjector, FaultKind, FaultPlan
+from sender_sim.inspection import Row, RowFilter
 from sender_sim.metrics import MetricsSnapshot, snapshot
 from sender_sim.policy import Policy
 from sender_sim.records import (
+    DEFAULT_ENDPOINT_TIMEOUT,
     Attempt,
     DeadLetterReason,
     Delivery,
     Endpoint,
+    EndpointChange,
     Event,
+    EventStatus,
     LedgerRow,
     RedriveDecision,
     State,
+    Versions,
     format_duration,
     reason_named,
     rfc3339,
@@ -63,11 +76,13 @@ from sender_sim.redrive import (
     item_problems,
     renewal_problems,
 )
+from sender_sim.resend import ResendResult, plan_resend
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.transitions import Step, new_delivery, redrive
-from sender_sim.worker import RunReport, Worker
+from sender_sim.wire import WireStamps
+from sender_sim.worker import WORKER_VERSION, RunReport, Worker
 
-__all__ = ["EndpointConfig", "Publication", "Simulator"]
+__all__ = ["EndpointConfig", "Publication", "PublishResult", "Simulator"]
 
 _EVENT_CACHE = 4096
 
@@ -86,6 +101,32 @@ class Publication:
     body: bytes | None = None
     delivery_id: str | None = None
     first_attempt_at: datetime | None = None
+    body_has_id: bool = False
+    """Put the event id in the built body whatever the scheme (fan-out to a Stripe endpoint)."""
+
+
+@dataclass(frozen=True)
+class EventPublication:
+    """One event to fan out (the keyword arguments of :meth:`Simulator.publish_event`)."""
+
+    event_type: str
+    deadline_at: datetime
+    data: Mapping[str, Any] | None = None
+    business_key: str | None = None
+    event_id: str | None = None
+    body: bytes | None = None
+    occurred_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class PublishResult:
+    """What :meth:`Simulator.publish_event` did: the event, one delivery per endpoint it went
+    to, or none and the event-only status saying why."""
+
+    event_id: str
+    delivery_ids: tuple[str, ...] = ()
+    event_status: EventStatus | None = None
+    endpoint_ids: tuple[str, ...] = field(default=())
 
 
 def _fingerprint(secrets: Sequence[Secret]) -> str:
@@ -132,6 +173,8 @@ class Simulator:
         self.store = store if store is not None else SQLiteStore(":memory:")
         self.clock: Clock = clock if clock is not None else RealClock()
         self.wire_clock: Clock = wire_clock if wire_clock is not None else RealClock()
+        self.wire_stamps = WireStamps()
+        """Per delivery, the last signed second: a delivery's attempts never repeat one."""
         self.policy = policy if policy is not None else Policy()
         self.seed = seed
         self.rng = rng if rng is not None else random.Random(seed)
@@ -144,6 +187,11 @@ class Simulator:
         self._events: dict[str, Event] = {}
         self._ids = itertools.count(1)
         self.default_worker = Worker(self, worker_id, clock_skew=worker_skew)
+        self.store.versions = self.versions
+
+    def versions(self) -> Versions:
+        """What writes now: this policy's version, the envelope schema and the worker."""
+        return Versions(self.policy.version, ENVELOPE_SCHEMA_VERSION, WORKER_VERSION)
 
     def set_faults(self, plan: FaultPlan) -> None:
         """Inject ``plan``'s faults from the next attempt on (its counters start afresh)."""
@@ -203,10 +251,15 @@ class Simulator:
         secrets: Iterable[str | Secret],
         *,
         scheme: str = "standard",
+        timeout: float = DEFAULT_ENDPOINT_TIMEOUT.total_seconds(),
+        event_types: Iterable[str] | None = None,
         active: bool = True,
+        actor: str = "operator",
     ) -> Endpoint:
         """Register (or update) an endpoint; its secrets stay in memory, the store gets a
-        fingerprint."""
+        fingerprint. ``timeout`` (seconds) bounds each request to it, ``event_types`` are its
+        subscriptions (``None``: every type). The setup history records the creation or change
+        (nothing when the settings are the same)."""
         if not endpoint_id or not isinstance(endpoint_id, str):
             raise ConfigurationError("an endpoint needs a non-empty id")
         try:
@@ -215,6 +268,11 @@ class Simulator:
             parsed = None
         if parsed is None or parsed.scheme not in {"http", "https"} or not parsed.host:
             raise ConfigurationError(f"endpoint URL must be http(s)://host/..., got {url!r}")
+        if not timeout > 0:
+            raise ConfigurationError(f"an endpoint's timeout must be positive, not {timeout}")
+        types = None if event_types is None else tuple(sorted(set(event_types)))
+        if types is not None and not all(isinstance(t, str) and t for t in types):
+            raise ConfigurationError("event types must be non-empty strings")
         try:
             scheme_obj = scheme_named(scheme)
             keys = tuple(s if isinstance(s, Secret) else Secret(s) for s in secrets)
@@ -224,10 +282,25 @@ class Simulator:
             raise ConfigurationError(str(error)) from None
         if not keys:
             raise ConfigurationError("an endpoint needs at least one secret")
-        endpoint = Endpoint(endpoint_id, url, scheme, active, _fingerprint(keys))
-        self.store.save_endpoint(endpoint)
+        endpoint = Endpoint(
+            endpoint_id,
+            url,
+            scheme,
+            active,
+            _fingerprint(keys),
+            timedelta(seconds=timeout),
+            types,
+        )
+        self._save_endpoint(endpoint, actor)
         self._endpoints[endpoint_id] = EndpointConfig(endpoint, keys)
         return endpoint
+
+    def _save_endpoint(self, endpoint: Endpoint, actor: str) -> Endpoint | None:
+        """Store ``endpoint`` with its setup-history entry; the settings it had before."""
+        before = self.store.endpoint(endpoint.endpoint_id)
+        change = history_entry(before, endpoint, at=self.clock.now(), actor=actor)
+        self.store.save_endpoint(endpoint, change)
+        return before
 
     def set_endpoint_active(
         self, endpoint_id: str, active: bool, *, actor: str = "operator"
@@ -235,18 +308,18 @@ class Simulator:
         """Enable or disable an endpoint. While disabled nothing automatic is sent to it (no
         first attempt, no retry, no takeover of an expired lease); every delivery that was due
         or waiting gets a ledger row saying so, and another when the endpoint is enabled again
-        (the held deliveries then resume, under the deadline rule as always)."""
-        config = self.endpoint_config(endpoint_id)
-        endpoint = Endpoint(
-            endpoint_id,
-            config.endpoint.url,
-            config.endpoint.scheme,
-            active,
-            config.endpoint.secret_fingerprint,
-        )
-        was_active = config.endpoint.active
-        self.store.save_endpoint(endpoint)
-        self._endpoints[endpoint_id] = EndpointConfig(endpoint, config.secrets)
+        (the held deliveries then resume, under the deadline rule as always). Works on an
+        endpoint known only to the store (no secrets needed)."""
+        stored = self.store.endpoint(endpoint_id)
+        config = self._endpoints.get(endpoint_id)
+        if stored is None and config is None:
+            raise NotFound(f"no endpoint {endpoint_id!r}")
+        current = stored if stored is not None else config.endpoint  # type: ignore[union-attr]
+        endpoint = replace(current, active=active)
+        before = self._save_endpoint(endpoint, actor)
+        if config is not None:
+            self._endpoints[endpoint_id] = EndpointConfig(endpoint, config.secrets)
+        was_active = before.active if before is not None else current.active
         if active == was_active:
             return
         now = self.clock.now()
@@ -254,6 +327,54 @@ class Simulator:
             DeliveryFilter(endpoint_id=endpoint_id, states=(State.SCHEDULED, State.LEASED))
         )
         self.store.note([_held_note(d, now, actor, enabled=active) for d in live])
+
+    def delete_endpoint(self, endpoint_id: str, *, actor: str) -> int:
+        """Delete an endpoint and its delivery history (its deliveries can no longer be
+        inspected or resent; events left without deliveries become ``history_unavailable``).
+        Its setup history is kept, with this deletion. Returns how many deliveries went."""
+        before = self.store.endpoint(endpoint_id)
+        if before is None:
+            raise NotFound(f"no endpoint {endpoint_id!r}")
+        change = history_entry(before, None, at=self.clock.now(), actor=actor)
+        assert change is not None
+        removed = self.store.delete_endpoint(endpoint_id, change)
+        self._endpoints.pop(endpoint_id, None)
+        return removed
+
+    def endpoints(self) -> list[Endpoint]:
+        """Every endpoint configured now (from the store: secrets are not needed)."""
+        return self.store.endpoints()
+
+    def endpoint_history(self, endpoint_id: str | None = None) -> list[EndpointChange]:
+        """The setup history of one endpoint, or of all; deleted endpoints included."""
+        return self.store.endpoint_history(endpoint_id)
+
+    def use_secrets(self, endpoint_id: str, secrets: Iterable[str | Secret]) -> None:
+        """Sign for an endpoint known to the store with ``secrets`` (held in memory only),
+        changing none of its settings; a different secret is recorded as a change."""
+        stored = self.store.endpoint(endpoint_id)
+        if stored is None:
+            raise NotFound(f"no endpoint {endpoint_id!r}")
+        self.add_endpoint(
+            endpoint_id,
+            stored.url,
+            secrets,
+            scheme=stored.scheme,
+            timeout=stored.timeout.total_seconds(),
+            event_types=stored.event_types,
+            active=stored.active,
+        )
+
+    def _endpoint(self, endpoint_id: str) -> Endpoint:
+        """The endpoint's settings: as configured here, else as stored."""
+        config = self._endpoints.get(endpoint_id)
+        if config is not None:
+            return config.endpoint
+        stored = self.store.endpoint(endpoint_id)
+        if stored is None:
+            self.endpoint_config(endpoint_id)  # raises NotFound with the usual advice
+        assert stored is not None
+        return stored
 
     def endpoint_config(self, endpoint_id: str) -> EndpointConfig:
         try:
@@ -301,21 +422,109 @@ class Simulator:
         )
         return self.publish_many([publication])[0]
 
-    def publish_many(self, publications: Sequence[Publication]) -> list[str]:
+    def publish_many(
+        self, publications: Sequence[Publication], *, event_only: Sequence[Event] = ()
+    ) -> list[str]:
         """Publish several events in ONE transaction (all or none); their delivery ids in order.
 
         A delivery to a disabled endpoint is stored, and its ledger says it is not sent while the
-        endpoint is disabled."""
+        endpoint is disabled. ``event_only`` events (with their status) are stored in the same
+        transaction."""
         now = self.clock.now()
         rows = [self._prepare(p, now) for p in publications]
         held = [
             _held_note(step.delivery, now, "publisher", enabled=False)
             for _, step in rows
             if step.delivery.state is State.SCHEDULED
-            and not self.endpoint_config(step.delivery.endpoint_id).endpoint.active
+            and not self._endpoint(step.delivery.endpoint_id).active
         ]
-        self.store.insert_published_many(rows, held)
+        self.store.insert_published_many(rows, held, event_only)
         return [step.delivery.delivery_id for _, step in rows]
+
+    def publish_event(
+        self,
+        *,
+        event_type: str,
+        deadline_at: datetime,
+        data: Mapping[str, Any] | None = None,
+        business_key: str | None = None,
+        event_id: str | None = None,
+        body: bytes | None = None,
+        occurred_at: datetime | None = None,
+    ) -> PublishResult:
+        """Publish one event to every endpoint active and subscribed to ``event_type`` now:
+        one delivery each, in one transaction. When none is, the event is stored with its
+        event-only status (``no_endpoint``, ``endpoint_disabled`` or ``not_subscribed``) and no
+        delivery or attempt. Endpoints added later never receive it automatically (only an
+        explicit :meth:`resend` sends it to them)."""
+        spec = EventPublication(
+            event_type=event_type,
+            deadline_at=deadline_at,
+            data=data,
+            business_key=business_key,
+            event_id=event_id,
+            body=body,
+            occurred_at=occurred_at,
+        )
+        return self.publish_events([spec])[0]
+
+    def publish_events(self, events: Sequence[EventPublication]) -> list[PublishResult]:
+        """:meth:`publish_event` for several events in ONE transaction (all or none)."""
+        now = self.clock.now()
+        configured = self.store.endpoints()
+        publications: list[Publication] = []
+        event_only: list[Event] = []
+        plans: list[tuple[str, EventStatus | None, tuple[str, ...], int]] = []
+        for spec in events:
+            deadline = require_aware(spec.deadline_at, "deadline")
+            targets, status = fan_out(configured, spec.event_type)
+            eid = spec.event_id if spec.event_id is not None else self._new_id("evt", now)
+            occurred = require_aware(spec.occurred_at, "occurred_at") if spec.occurred_at else now
+            if status is not None:
+                raw = spec.body
+                if raw is None:
+                    raw = build_body(
+                        event_type=spec.event_type,
+                        occurred_at=occurred,
+                        data=spec.data or {},
+                        event_id=eid,
+                    )
+                event_only.append(
+                    Event(
+                        eid,
+                        spec.event_type,
+                        spec.business_key,
+                        occurred,
+                        bytes(raw),
+                        payload_digest(raw),
+                        status,
+                        now,
+                        deadline,
+                    )
+                )
+                plans.append((eid, status, (), 0))
+                continue
+            stripe = any(t.scheme == "stripe" for t in targets)
+            publications.extend(
+                Publication(
+                    endpoint_id=t.endpoint_id,
+                    deadline_at=deadline,
+                    event_type=spec.event_type,
+                    data=spec.data,
+                    business_key=spec.business_key,
+                    event_id=eid,
+                    occurred_at=occurred,
+                    body=spec.body,
+                    body_has_id=stripe,
+                )
+                for t in targets
+            )
+            plans.append((eid, None, tuple(t.endpoint_id for t in targets), len(targets)))
+        ids = iter(self.publish_many(publications, event_only=event_only))
+        return [
+            PublishResult(eid, tuple(next(ids) for _ in range(count)), status, endpoints)
+            for eid, status, endpoints, count in plans
+        ]
 
     def _new_id(self, prefix: str, now: datetime) -> str:
         """A time-ordered id (like a ULID): creation time in µs, a counter, seeded randomness.
@@ -331,8 +540,8 @@ class Simulator:
         first = (
             require_aware(p.first_attempt_at, "first attempt time") if p.first_attempt_at else None
         )
-        config = self.endpoint_config(p.endpoint_id)
-        scheme = config.endpoint.scheme
+        endpoint = self._endpoint(p.endpoint_id)
+        scheme = endpoint.scheme
         eid = p.event_id if p.event_id is not None else self._new_id("evt", now)
         body = p.body
         if body is None:
@@ -340,10 +549,16 @@ class Simulator:
                 event_type=p.event_type,
                 occurred_at=occurred,
                 data=p.data or {},
-                event_id=eid if scheme == "stripe" else None,
+                event_id=eid if scheme == "stripe" or p.body_has_id else None,
             )
         event = Event(
-            eid, p.event_type, p.business_key, occurred, bytes(body), payload_digest(body)
+            eid,
+            p.event_type,
+            p.business_key,
+            occurred,
+            bytes(body),
+            payload_digest(body),
+            deadline_at=deadline,
         )
         problem = envelope_problem(
             event_id=eid,
@@ -357,7 +572,7 @@ class Simulator:
             delivery_id=did,
             event=event,
             endpoint_id=p.endpoint_id,
-            destination_url=config.endpoint.url,
+            destination_url=endpoint.url,
             deadline_at=deadline,
             now=now,
             policy=self.policy,
@@ -494,6 +709,65 @@ class Simulator:
 
     def metrics(self) -> MetricsSnapshot:
         return snapshot(self.store, self.policy, self.clock.now())
+
+    def rows(self, where: RowFilter | None = None) -> list[Row]:
+        """The monitor's rows (deliveries and event-only events) that ``where`` selects."""
+        return inspection.rows(self.store, where)
+
+    def export_csv(self, where: RowFilter | None, out: TextIO) -> int:
+        """Write the selected rows to ``out`` as CSV; how many. Raises ``ExportTooLarge``
+        (writing nothing) when more than 5000 rows match."""
+        return inspection.export_csv(self.store, where, out)
+
+    # -- resend --------------------------------------------------------------------------------
+
+    def resend(
+        self, ids: Sequence[str], *, actor: str, deadline_at: datetime | None = None
+    ) -> ResendResult:
+        """Queue one more real attempt of each id, all or nothing (see :mod:`sender_sim.resend`):
+        retained deliveries (even delivered ones), or event-only / dead-letter events to the
+        endpoints active and subscribed now. Raises ``ResendRefused``
+        (``WEBHOOK_DELIVERY_NOT_REPLAYABLE``) when any id is not eligible."""
+        if not actor or not actor.strip():
+            raise ConfigurationError("a resend needs an actor (who asks for it)")
+        deadline = None if deadline_at is None else require_aware(deadline_at, "resend deadline")
+        now = self.clock.now()
+        wanted = list(dict.fromkeys(ids))
+
+        def make(event: Event, endpoint_id: str, deadline: datetime) -> Step:
+            endpoint = self._endpoint(endpoint_id)
+            step = new_delivery(
+                delivery_id=self._new_id("del", now),
+                event=event,
+                endpoint_id=endpoint_id,
+                destination_url=endpoint.url,
+                deadline_at=deadline,
+                now=now,
+                policy=self.policy,
+                first_attempt_at=now,
+                actor=actor,
+            )
+            details = dict(step.row.details, resent_event=event.event_id)
+            return Step(step.delivery, replace(step.row, cause="resent_new", details=details))
+
+        plan = plan_resend(
+            self.store,
+            wanted,
+            actor=actor,
+            now=now,
+            policy=self.policy,
+            deadline_at=deadline,
+            make_delivery=make,
+        )
+        if plan.ineligible:
+            raise ResendRefused(plan.ineligible)
+        if not self.store.apply_all(plan.changes, plan.inserts, plan.clear_status):
+            raise ResendRefused({i: "concurrent_change" for i in wanted})
+        return ResendResult(
+            tuple(c.before.delivery_id for c in plan.changes),
+            tuple(s.delivery.delivery_id for s in plan.inserts),
+            plan.by_id,
+        )
 
     # -- redrive -------------------------------------------------------------------------------
 

@@ -20,10 +20,10 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -35,16 +35,19 @@ from sender_sim.records import (
     DeadLetterReason,
     Delivery,
     Endpoint,
+    EndpointChange,
     Event,
+    EventStatus,
     LedgerRow,
     OutcomeKind,
     RedriveDecision,
     State,
+    Versions,
     from_us,
     to_us,
 )
 
-__all__ = ["MIGRATION_SET", "Change", "DeliveryFilter", "SQLiteStore"]
+__all__ = ["MIGRATION_SET", "UNKNOWN_VERSIONS", "Change", "DeliveryFilter", "SQLiteStore"]
 
 MIGRATION_SET = "hookproof_sender"
 
@@ -143,6 +146,39 @@ _SCHEMA: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        "0002_platform",
+        """
+        ALTER TABLE endpoints ADD COLUMN timeout_us INTEGER NOT NULL DEFAULT 5000000;
+        ALTER TABLE endpoints ADD COLUMN event_types TEXT;
+        ALTER TABLE events ADD COLUMN status TEXT;
+        ALTER TABLE events ADD COLUMN status_us INTEGER;
+        ALTER TABLE events ADD COLUMN deadline_us INTEGER;
+        ALTER TABLE deliveries ADD COLUMN resends INTEGER NOT NULL DEFAULT 0;
+        ALTER TABLE ledger ADD COLUMN policy_version TEXT;
+        ALTER TABLE ledger ADD COLUMN envelope_version TEXT;
+        ALTER TABLE ledger ADD COLUMN worker_version TEXT;
+        ALTER TABLE attempts ADD COLUMN policy_version TEXT;
+        ALTER TABLE attempts ADD COLUMN envelope_version TEXT;
+        ALTER TABLE attempts ADD COLUMN worker_version TEXT;
+        ALTER TABLE attempts ADD COLUMN signed_s INTEGER;
+        CREATE TABLE endpoint_history (
+            seq INTEGER PRIMARY KEY,
+            endpoint_id TEXT NOT NULL,
+            at_us INTEGER NOT NULL,
+            actor TEXT NOT NULL,
+            action TEXT NOT NULL,
+            before TEXT,
+            after TEXT
+        );
+        CREATE INDEX endpoint_history_endpoint ON endpoint_history (endpoint_id);
+        CREATE INDEX events_occurred ON events (occurred_us);
+        CREATE INDEX events_key ON events (business_key);
+        CREATE INDEX events_only ON events (status) WHERE status IS NOT NULL;
+        CREATE INDEX deliveries_event ON deliveries (event_id);
+        CREATE INDEX deliveries_endpoint ON deliveries (endpoint_id);
+        """,
+    ),
 )
 """``(name, sql)`` in order; append new steps, never edit shipped ones."""
 
@@ -150,28 +186,35 @@ _DELIVERY_COLUMNS = (
     "delivery_id, event_id, endpoint_id, destination_url, payload_digest, business_key, state,"
     " deadline_us, attempt, max_attempts, scheduled_for_us, next_attempt_us, created_us,"
     " updated_us, reason, dlq_reason, lease_owner, lease_expires_us, fencing_token,"
-    " last_outcome, redrives"
+    " last_outcome, redrives, resends"
 )
 _UPDATE = (
     "UPDATE deliveries SET state = ?, reason = ?, dlq_reason = ?, deadline_us = ?, attempt = ?,"
     " max_attempts = ?, scheduled_for_us = ?, next_attempt_us = ?, updated_us = ?,"
-    " lease_owner = ?, lease_expires_us = ?, fencing_token = ?, last_outcome = ?, redrives = ?"
-    " WHERE delivery_id = ? AND state = ? AND fencing_token = ?"
+    " lease_owner = ?, lease_expires_us = ?, fencing_token = ?, last_outcome = ?, redrives = ?,"
+    " resends = ? WHERE delivery_id = ? AND state = ? AND fencing_token = ?"
 )
 _ENDPOINT_ENABLED = (
     "NOT EXISTS (SELECT 1 FROM endpoints e WHERE e.endpoint_id = deliveries.endpoint_id"
     " AND e.active = 0)"
 )
 """A delivery's endpoint is not disabled (the guard on every automatic claim)."""
+_VERSION_COLUMNS = "policy_version, envelope_version, worker_version"
 _INSERT_LEDGER = (
-    "INSERT INTO ledger (delivery_id, at_us, from_state, to_state, actor, cause, reason, details)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
+    "INSERT INTO ledger (delivery_id, at_us, from_state, to_state, actor, cause, reason, details,"
+    f" {_VERSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
 _INSERT_ATTEMPT = (
     "INSERT INTO attempts (delivery_id, number, worker, fencing_token, started_us, ended_us,"
-    " kind, classification, status, retry_after, response_sample, error, acked)"
-    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+    f" kind, classification, status, retry_after, response_sample, error, acked,"
+    f" {_VERSION_COLUMNS}, signed_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 )
+_ENDPOINT_COLUMNS = "endpoint_id, url, scheme, active, secret_fingerprint, timeout_us, event_types"
+_EVENT_COLUMNS = (
+    "event_id, type, business_key, occurred_us, body, digest, status, status_us, deadline_us"
+)
+UNKNOWN_VERSIONS = Versions("unknown", "unknown", "unknown")
+"""What a store records when no simulator told it who is writing."""
 
 
 def _opt_us(value: datetime | None) -> int | None:
@@ -205,10 +248,43 @@ def _delivery(row: Sequence[Any]) -> Delivery:
         fencing_token=row[18],
         last_outcome=row[19],
         redrives=row[20],
+        resends=row[21],
     )
 
 
-def _ledger_params(row: LedgerRow) -> tuple[Any, ...]:
+def _versions(values: Sequence[Any]) -> Versions | None:
+    return None if values[0] is None else Versions(values[0], values[1], values[2])
+
+
+def _endpoint(row: Sequence[Any]) -> Endpoint:
+    eid, url, scheme, active, fingerprint, timeout_us, types = row
+    return Endpoint(
+        eid,
+        url,
+        scheme,
+        bool(active),
+        fingerprint,
+        timedelta(microseconds=timeout_us),
+        None if types is None else tuple(json.loads(types)),
+    )
+
+
+def _event(row: Sequence[Any]) -> Event:
+    eid, etype, key, occurred, body, digest, status, status_us, deadline_us = row
+    return Event(
+        eid,
+        etype,
+        key,
+        from_us(occurred),
+        bytes(body),
+        digest,
+        EventStatus(status) if status else None,
+        _opt_dt(status_us),
+        _opt_dt(deadline_us),
+    )
+
+
+def _ledger_params(row: LedgerRow, versions: Versions) -> tuple[Any, ...]:
     return (
         row.delivery_id,
         to_us(row.at),
@@ -218,10 +294,13 @@ def _ledger_params(row: LedgerRow) -> tuple[Any, ...]:
         row.cause,
         row.reason.value if row.reason else None,
         json.dumps(dict(row.details), default=str, separators=(",", ":")),
+        versions.policy,
+        versions.envelope,
+        versions.worker,
     )
 
 
-def _attempt_params(attempt: Attempt, acked: bool) -> tuple[Any, ...]:
+def _attempt_params(attempt: Attempt, acked: bool, versions: Versions) -> tuple[Any, ...]:
     return (
         attempt.delivery_id,
         attempt.number,
@@ -236,6 +315,10 @@ def _attempt_params(attempt: Attempt, acked: bool) -> tuple[Any, ...]:
         attempt.response_sample,
         attempt.error,
         1 if acked else 0,
+        versions.policy,
+        versions.envelope,
+        versions.worker,
+        attempt.signed_at,
     )
 
 
@@ -255,6 +338,7 @@ def _update_params(after: Delivery, before: Delivery) -> tuple[Any, ...]:
         after.fencing_token,
         after.last_outcome,
         after.redrives,
+        after.resends,
         before.delivery_id,
         before.state.value,
         before.fencing_token,
@@ -345,6 +429,9 @@ class SQLiteStore:
             _close(conn)
             raise StoreError(f"cannot open the simulator store at {self.path}: {error}") from None
         self._conn = conn
+        self.versions: Callable[[], Versions] = lambda: UNKNOWN_VERSIONS
+        """Who is writing (policy, envelope schema, worker): stamped on every ledger row and
+        attempt. The simulator over this store sets it."""
 
     def close(self) -> None:
         with self._lock:
@@ -378,48 +465,125 @@ class SQLiteStore:
 
     # -- endpoints and publication -------------------------------------------------------------
 
-    def save_endpoint(self, endpoint: Endpoint) -> None:
-        """Insert or replace an endpoint's metadata (never its secrets)."""
+    def save_endpoint(self, endpoint: Endpoint, change: EndpointChange | None = None) -> None:
+        """Insert or replace an endpoint's metadata (never its secrets), with its setup-history
+        entry in the same transaction."""
         with self._write() as conn:
             conn.execute(
-                "INSERT INTO endpoints VALUES (?, ?, ?, ?, ?) ON CONFLICT (endpoint_id) DO UPDATE"
-                " SET url = excluded.url, scheme = excluded.scheme, active = excluded.active,"
-                " secret_fingerprint = excluded.secret_fingerprint",
+                f"INSERT INTO endpoints ({_ENDPOINT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (endpoint_id) DO UPDATE SET url = excluded.url,"
+                " scheme = excluded.scheme, active = excluded.active,"
+                " secret_fingerprint = excluded.secret_fingerprint,"
+                " timeout_us = excluded.timeout_us, event_types = excluded.event_types",
                 (
                     endpoint.endpoint_id,
                     endpoint.url,
                     endpoint.scheme,
                     int(endpoint.active),
                     endpoint.secret_fingerprint,
+                    endpoint.timeout // timedelta(microseconds=1),
+                    None if endpoint.event_types is None else json.dumps(endpoint.event_types),
                 ),
             )
+            if change is not None:
+                self._insert_history(conn, change)
+
+    def _insert_history(self, conn: sqlite3.Connection, change: EndpointChange) -> None:
+        conn.execute(
+            "INSERT INTO endpoint_history (endpoint_id, at_us, actor, action, before, after)"
+            " VALUES (?, ?, ?, ?, ?, ?)",
+            (
+                change.endpoint_id,
+                to_us(change.at),
+                change.actor,
+                change.action,
+                None if change.before is None else json.dumps(dict(change.before)),
+                None if change.after is None else json.dumps(dict(change.after)),
+            ),
+        )
 
     def endpoint(self, endpoint_id: str) -> Endpoint | None:
-        rows = self._read("SELECT * FROM endpoints WHERE endpoint_id = ?", (endpoint_id,))
-        if not rows:
-            return None
-        eid, url, scheme, active, fingerprint = rows[0]
-        return Endpoint(eid, url, scheme, bool(active), fingerprint)
+        rows = self._read(
+            f"SELECT {_ENDPOINT_COLUMNS} FROM endpoints WHERE endpoint_id = ?", (endpoint_id,)
+        )
+        return _endpoint(rows[0]) if rows else None
+
+    def endpoints(self) -> list[Endpoint]:
+        """Every endpoint configured now, by id."""
+        rows = self._read(f"SELECT {_ENDPOINT_COLUMNS} FROM endpoints ORDER BY endpoint_id")
+        return [_endpoint(r) for r in rows]
+
+    def endpoint_history(self, endpoint_id: str | None = None) -> list[EndpointChange]:
+        """The setup history (of one endpoint, or of all), oldest first; kept after deletion."""
+        sql = "SELECT endpoint_id, at_us, actor, action, before, after, seq FROM endpoint_history"
+        params: tuple[Any, ...] = ()
+        if endpoint_id is not None:
+            sql += " WHERE endpoint_id = ?"
+            params = (endpoint_id,)
+        return [
+            EndpointChange(
+                r[0],
+                from_us(r[1]),
+                r[2],
+                r[3],
+                None if r[4] is None else json.loads(r[4]),
+                None if r[5] is None else json.loads(r[5]),
+                r[6],
+            )
+            for r in self._read(sql + " ORDER BY seq", params)
+        ]
+
+    def delete_endpoint(self, endpoint_id: str, change: EndpointChange) -> int:
+        """Remove an endpoint and its whole delivery history (deliveries, attempts, ledger) in
+        one transaction; events left without any delivery become ``history_unavailable``. The
+        setup history is kept and gets ``change``. Returns how many deliveries were removed."""
+        with self._write() as conn:
+            events = [
+                r[0]
+                for r in conn.execute(
+                    "SELECT DISTINCT event_id FROM deliveries WHERE endpoint_id = ?",
+                    (endpoint_id,),
+                )
+            ]
+            owned = "SELECT delivery_id FROM deliveries WHERE endpoint_id = ?"
+            conn.execute(f"DELETE FROM attempts WHERE delivery_id IN ({owned})", (endpoint_id,))
+            conn.execute(f"DELETE FROM ledger WHERE delivery_id IN ({owned})", (endpoint_id,))
+            removed = conn.execute(
+                "DELETE FROM deliveries WHERE endpoint_id = ?", (endpoint_id,)
+            ).rowcount
+            conn.executemany(
+                "UPDATE events SET status = ?, status_us = ? WHERE event_id = ? AND NOT EXISTS"
+                " (SELECT 1 FROM deliveries d WHERE d.event_id = events.event_id)",
+                [(EventStatus.HISTORY_UNAVAILABLE.value, to_us(change.at), e) for e in events],
+            )
+            conn.execute("DELETE FROM endpoints WHERE endpoint_id = ?", (endpoint_id,))
+            self._insert_history(conn, change)
+            return int(removed)
 
     def insert_published(self, event: Event, delivery: Delivery, row: LedgerRow) -> None:
         """Store an event (or reuse the identical one) and its new delivery with its first row."""
         self.insert_published_many([(event, _Published(delivery, row))])
 
     def insert_published_many(
-        self, items: Sequence[tuple[Event, _HasStep]], notes: Sequence[LedgerRow] = ()
+        self,
+        items: Sequence[tuple[Event, _HasStep]],
+        notes: Sequence[LedgerRow] = (),
+        event_only: Sequence[Event] = (),
     ) -> None:
         """Several publications in one transaction: all stored, or none (on a conflict); with
-        ``notes`` about them in the same transaction."""
+        ``notes`` about them, and ``event_only`` events, in the same transaction."""
+        versions = self.versions()
         with self._write() as conn:
+            for event in event_only:
+                self._insert_event(conn, event)
             for event, step in items:
-                self._insert_one(conn, event, step.delivery, step.row)
-            conn.executemany(_INSERT_LEDGER, [_ledger_params(r) for r in notes])
+                self._insert_one(conn, event, step.delivery, step.row, versions)
+            conn.executemany(_INSERT_LEDGER, [_ledger_params(r, versions) for r in notes])
 
-    def _insert_one(
-        self, conn: sqlite3.Connection, event: Event, delivery: Delivery, row: LedgerRow
-    ) -> None:
+    def _insert_event(self, conn: sqlite3.Connection, event: Event) -> None:
         inserted = conn.execute(
-            "INSERT INTO events VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (event_id) DO NOTHING",
+            f"INSERT INTO events ({_EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " ON CONFLICT (event_id) DO NOTHING",
             (
                 event.event_id,
                 event.type,
@@ -427,6 +591,9 @@ class SQLiteStore:
                 to_us(event.occurred_at),
                 event.body,
                 event.digest,
+                event.status.value if event.status else None,
+                _opt_us(event.status_at),
+                _opt_us(event.deadline_at),
             ),
         )
         if inserted.rowcount == 0:
@@ -437,10 +604,25 @@ class SQLiteStore:
                 raise ConflictError(
                     f"event {event.event_id} already exists with a different payload digest"
                 )
+
+    def _insert_one(
+        self,
+        conn: sqlite3.Connection,
+        event: Event,
+        delivery: Delivery,
+        row: LedgerRow,
+        versions: Versions,
+    ) -> None:
+        self._insert_event(conn, event)
+        self._insert_delivery(conn, delivery, row, versions)
+
+    def _insert_delivery(
+        self, conn: sqlite3.Connection, delivery: Delivery, row: LedgerRow, versions: Versions
+    ) -> None:
         d = delivery
         fresh = conn.execute(
             f"INSERT INTO deliveries ({_DELIVERY_COLUMNS}) VALUES"
-            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+            " (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
             " ON CONFLICT (delivery_id) DO NOTHING",
             (
                 d.delivery_id,
@@ -464,11 +646,12 @@ class SQLiteStore:
                 d.fencing_token,
                 d.last_outcome,
                 d.redrives,
+                d.resends,
             ),
         )
         if fresh.rowcount == 0:
             raise ConflictError(f"delivery {d.delivery_id} already exists")
-        conn.execute(_INSERT_LEDGER, _ledger_params(row))
+        conn.execute(_INSERT_LEDGER, _ledger_params(row, versions))
 
     # -- reads ---------------------------------------------------------------------------------
 
@@ -481,11 +664,35 @@ class SQLiteStore:
         return _delivery(rows[0])
 
     def event(self, event_id: str) -> Event:
-        rows = self._read("SELECT * FROM events WHERE event_id = ?", (event_id,))
+        rows = self._read(f"SELECT {_EVENT_COLUMNS} FROM events WHERE event_id = ?", (event_id,))
         if not rows:
             raise NotFound(f"no event {event_id!r}")
-        eid, etype, key, occurred, body, digest = rows[0]
-        return Event(eid, etype, key, from_us(occurred), bytes(body), digest)
+        return _event(rows[0])
+
+    def find_event(self, event_id: str) -> Event | None:
+        """The event, or ``None`` when there is none."""
+        rows = self._read(f"SELECT {_EVENT_COLUMNS} FROM events WHERE event_id = ?", (event_id,))
+        return _event(rows[0]) if rows else None
+
+    def find_delivery(self, delivery_id: str) -> Delivery | None:
+        """The delivery, or ``None`` when there is none."""
+        rows = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE delivery_id = ?", (delivery_id,)
+        )
+        return _delivery(rows[0]) if rows else None
+
+    def event_deliveries(self, event_id: str) -> list[Delivery]:
+        """The retained deliveries of one event."""
+        rows = self._read(
+            f"SELECT {_DELIVERY_COLUMNS} FROM deliveries WHERE event_id = ?"
+            " ORDER BY created_us, delivery_id",
+            (event_id,),
+        )
+        return [_delivery(r) for r in rows]
+
+    def fetch(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        """Rows of a read-only query (the inspection views build their own)."""
+        return self._read(sql, params)
 
     def claimable(self, now: datetime, limit: int) -> list[Delivery]:
         """Deliveries due at ``now`` (scheduled and due, or leased with an expired lease), except
@@ -554,8 +761,8 @@ class SQLiteStore:
 
     def ledger(self, delivery_id: str | None = None) -> list[LedgerRow]:
         sql = (
-            "SELECT delivery_id, at_us, from_state, to_state, actor, cause, reason, details, seq"
-            " FROM ledger"
+            "SELECT delivery_id, at_us, from_state, to_state, actor, cause, reason, details, seq,"
+            f" {_VERSION_COLUMNS} FROM ledger"
         )
         params: tuple[Any, ...] = ()
         if delivery_id is not None:
@@ -572,6 +779,7 @@ class SQLiteStore:
                 DeadLetterReason(r[6]) if r[6] else None,
                 json.loads(r[7]),
                 r[8],
+                _versions(r[9:12]),
             )
             for r in self._read(sql + " ORDER BY seq", params)
         ]
@@ -579,8 +787,8 @@ class SQLiteStore:
     def attempts(self, delivery_id: str) -> list[Attempt]:
         rows = self._read(
             "SELECT delivery_id, number, worker, fencing_token, started_us, ended_us, kind,"
-            " classification, status, retry_after, response_sample, error, acked"
-            " FROM attempts WHERE delivery_id = ? ORDER BY id",
+            " classification, status, retry_after, response_sample, error, acked,"
+            f" {_VERSION_COLUMNS}, signed_s FROM attempts WHERE delivery_id = ? ORDER BY id",
             (delivery_id,),
         )
         return [
@@ -598,9 +806,18 @@ class SQLiteStore:
                 r[10],
                 r[11],
                 bool(r[12]),
+                _versions(r[13:16]),
+                r[16],
             )
             for r in rows
         ]
+
+    def last_signed(self, delivery_id: str) -> int | None:
+        """The latest second a recorded attempt of the delivery was signed with."""
+        rows = self._read(
+            "SELECT max(signed_s) FROM attempts WHERE delivery_id = ?", (delivery_id,)
+        )
+        return None if rows[0][0] is None else int(rows[0][0])
 
     def decisions(self) -> list[RedriveDecision]:
         rows = self._read("SELECT * FROM redrive_decisions ORDER BY decision_id")
@@ -639,17 +856,20 @@ class SQLiteStore:
             return results
         ledger_rows: list[tuple[Any, ...]] = []
         attempt_rows: list[tuple[Any, ...]] = []
+        versions = self.versions()
         with self._write() as conn:
             for change in changes:
                 applied = conn.execute(_UPDATE, _update_params(change.after, change.before))
                 ok = applied.rowcount == 1
                 results.append(ok)
+                if not ok and _gone(conn, change.before.delivery_id):
+                    continue  # deleted with its endpoint: its history is not written again
                 if ok:
-                    ledger_rows.append(_ledger_params(change.row))
+                    ledger_rows.append(_ledger_params(change.row, versions))
                 elif change.refused is not None:
-                    ledger_rows.append(_ledger_params(change.refused))
+                    ledger_rows.append(_ledger_params(change.refused, versions))
                 if change.attempt is not None:
-                    attempt_rows.append(_attempt_params(change.attempt, ok))
+                    attempt_rows.append(_attempt_params(change.attempt, ok, versions))
             conn.executemany(_INSERT_LEDGER, ledger_rows)
             if attempt_rows:
                 conn.executemany(_INSERT_ATTEMPT, attempt_rows)
@@ -657,9 +877,12 @@ class SQLiteStore:
 
     def note(self, rows: Sequence[LedgerRow], attempts: Sequence[Attempt] = ()) -> None:
         """Record notes (rows that change no state) and unacknowledged attempts."""
+        versions = self.versions()
         with self._write() as conn:
-            conn.executemany(_INSERT_LEDGER, [_ledger_params(r) for r in rows])
-            conn.executemany(_INSERT_ATTEMPT, [_attempt_params(a, a.acked) for a in attempts])
+            conn.executemany(_INSERT_LEDGER, [_ledger_params(r, versions) for r in rows])
+            conn.executemany(
+                _INSERT_ATTEMPT, [_attempt_params(a, a.acked, versions) for a in attempts]
+            )
 
     def force_lease_expiry(
         self, delivery_id: str, token: int, at: datetime, row: LedgerRow
@@ -672,7 +895,7 @@ class SQLiteStore:
                 (to_us(at), delivery_id, token),
             )
             if cursor.rowcount == 1:
-                conn.execute(_INSERT_LEDGER, _ledger_params(row))
+                conn.execute(_INSERT_LEDGER, _ledger_params(row, self.versions()))
                 return True
             return False
 
@@ -733,6 +956,7 @@ class SQLiteStore:
             ),
         )
         decision_id = int(cursor.lastrowid or 0)
+        versions = self.versions()
         for row in notes:
             details = dict(row.details)
             details["decision_id"] = decision_id
@@ -748,7 +972,8 @@ class SQLiteStore:
                         row.cause,
                         row.reason,
                         details,
-                    )
+                    ),
+                    versions,
                 ),
             )
         return decision_id
@@ -791,6 +1016,39 @@ class SQLiteStore:
                     )
             except _CasFailed:
                 return None
+
+    def apply_all(
+        self,
+        changes: Sequence[Change],
+        inserts: Sequence[_HasStep] = (),
+        clear_status: Sequence[str] = (),
+    ) -> bool:
+        """Every guarded change, every new delivery (with its first row), and the event-only
+        status of ``clear_status`` events cleared, in one transaction; nothing at all (``False``)
+        when any compare-and-set fails."""
+        versions = self.versions()
+        with self._lock:
+            try:
+                with self._write() as conn:
+                    for change in changes:
+                        cursor = conn.execute(_UPDATE, _update_params(change.after, change.before))
+                        if cursor.rowcount != 1:
+                            raise _CasFailed
+                        conn.execute(_INSERT_LEDGER, _ledger_params(change.row, versions))
+                    for step in inserts:
+                        self._insert_delivery(conn, step.delivery, step.row, versions)
+                    conn.executemany(
+                        "UPDATE events SET status = NULL, status_us = NULL WHERE event_id = ?",
+                        [(e,) for e in clear_status],
+                    )
+            except _CasFailed:
+                return False
+        return True
+
+
+def _gone(conn: sqlite3.Connection, delivery_id: str) -> bool:
+    row = conn.execute("SELECT 1 FROM deliveries WHERE delivery_id = ?", (delivery_id,))
+    return row.fetchone() is None
 
 
 class _CasFailed(Exception):

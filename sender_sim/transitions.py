@@ -13,7 +13,8 @@ records it (or ``None`` when there is nothing to do)::
 ``claim`` also takes over a leased delivery whose lease expired (the fencing token grows, so the
 first holder's ack is refused), and refuses to start an attempt the deadline rule or the attempt
 limit forbids — it dead-letters instead. No function here ever moves a dead letter except
-:func:`redrive`.
+:func:`redrive` and :func:`resend` (the operator's two decisions), and only :func:`resend` moves
+a delivered one.
 """
 
 from __future__ import annotations
@@ -36,7 +37,16 @@ from sender_sim.records import (
     rfc3339,
 )
 
-__all__ = ["RELEASE_DELAY", "Step", "claim", "new_delivery", "redrive", "release", "settle"]
+__all__ = [
+    "RELEASE_DELAY",
+    "Step",
+    "claim",
+    "new_delivery",
+    "redrive",
+    "release",
+    "resend",
+    "settle",
+]
 
 RELEASE_DELAY = timedelta(minutes=1)
 """How long a claim released after a failed dispatch waits before it is due again."""
@@ -439,5 +449,51 @@ def redrive(
         "redriven",
         None,
         details,
+    )
+    return Step(after, row)
+
+
+def resend(
+    delivery: Delivery,
+    *,
+    actor: str,
+    deadline_at: datetime,
+    now: datetime,
+    policy: Policy,
+) -> Step | None:
+    """``delivered | dead_letter → scheduled``: one more real attempt, due now, of the same
+    delivery (same event id and body; the attempt is signed afresh when sent).
+
+    The lifetime attempt count is kept; the limit is raised only as far as one explicit attempt
+    needs, so a failure at or above the old limit dead-letters again without a new automatic
+    budget. ``None`` when the delivery is pending or in flight, or the attempt cannot fit
+    ``deadline_at``.
+    """
+    if delivery.state not in (State.DELIVERED, State.DEAD_LETTER):
+        return None
+    if not policy.fits(now, deadline_at):
+        return None
+    limit = max(delivery.max_attempts, delivery.attempt + 1)
+    details: dict[str, Any] = {
+        "previous_state": delivery.state.value,
+        "previous_reason": delivery.reason.value if delivery.reason else "",
+        "attempts_so_far": delivery.attempt,
+        "max_attempts": limit,
+        "resends": delivery.resends + 1,
+    }
+    details.update(_budget_details(policy, now, deadline_at))
+    after = replace(
+        delivery,
+        state=State.SCHEDULED,
+        reason=None,
+        deadline_at=deadline_at,
+        max_attempts=limit,
+        next_attempt_at=now,
+        scheduled_for=now,
+        resends=delivery.resends + 1,
+        updated_at=now,
+    )
+    row = LedgerRow(
+        delivery.delivery_id, now, delivery.state, State.SCHEDULED, actor, "resent", None, details
     )
     return Step(after, row)

@@ -6,17 +6,23 @@ The delivery metadata headers ``hookproof-delivery-id``, ``hookproof-attempt`` a
 ``hookproof-deadline`` ride along (informative only). Transport failures are sorted by exception
 type into timeout, DNS, TLS, connect and other network errors. A response sample keeps at most 500
 characters and never a secret, a signature or anything that looks like a ``whsec_`` key.
+
+:class:`WireStamps` keeps a delivery's signed seconds from repeating: under the virtual clock a
+whole retry schedule runs within one wall-clock second, yet every attempt (and every resend) of a
+delivery carries a later timestamp than the one before, so a fresh signature.
 """
 
 from __future__ import annotations
 
 import socket
 import ssl
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from datetime import datetime
 
 import httpx
 
+from receiver.clock import next_fresh_second
 from receiver.signing import Secret, redact_signatures, scheme_named
 from sender_sim.records import OutcomeKind, rfc3339
 
@@ -25,6 +31,7 @@ __all__ = [
     "DEADLINE_HEADER",
     "DELIVERY_ID_HEADER",
     "SAMPLE_LIMIT",
+    "WireStamps",
     "failure_kind",
     "redact",
     "signed_headers",
@@ -34,6 +41,31 @@ DELIVERY_ID_HEADER = "hookproof-delivery-id"
 ATTEMPT_HEADER = "hookproof-attempt"
 DEADLINE_HEADER = "hookproof-deadline"
 SAMPLE_LIMIT = 500
+
+
+class WireStamps:
+    """The last second signed for each recent delivery (at most ``size`` remembered)."""
+
+    def __init__(self, size: int = 65_536) -> None:
+        self.size = size
+        self._last: OrderedDict[str, int] = OrderedDict()
+
+    def knows(self, delivery_id: str) -> bool:
+        return delivery_id in self._last
+
+    def seed(self, delivery_id: str, last: int | None) -> None:
+        """Remember ``last`` (read from the store) as the delivery's latest stamp."""
+        if last is not None:
+            self._last[delivery_id] = max(last, self._last.get(delivery_id, last))
+
+    def next(self, delivery_id: str, candidate: int) -> int:
+        """``candidate``, or the second after the delivery's last stamp when it would repeat."""
+        stamp = next_fresh_second(candidate, self._last.get(delivery_id))
+        self._last[delivery_id] = stamp
+        self._last.move_to_end(delivery_id)
+        if len(self._last) > self.size:
+            self._last.popitem(last=False)
+        return stamp
 
 
 def signed_headers(

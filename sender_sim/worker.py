@@ -25,6 +25,7 @@ Faults from the context's plan fire inside these steps and are recorded as ledge
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
@@ -50,6 +51,7 @@ from sender_sim.transitions import claim, release, settle
 from sender_sim.wire import SAMPLE_LIMIT, failure_kind, redact, signed_headers
 
 __all__ = [
+    "WORKER_VERSION",
     "AttemptPlan",
     "FaultNotes",
     "Lease",
@@ -62,6 +64,17 @@ __all__ = [
 ]
 
 FAULT_ACTOR = "fault-injector"
+
+
+def _package_version() -> str:
+    try:
+        return importlib.metadata.version("hookproof")
+    except importlib.metadata.PackageNotFoundError:  # pragma: no cover - a source checkout
+        return "0+unknown"
+
+
+WORKER_VERSION = f"hookproof-worker/{_package_version()}"
+"""This worker's version, recorded with every attempt and transition."""
 
 
 @dataclass(frozen=True)
@@ -87,6 +100,8 @@ class Sent:
     ended_at: datetime
     crashed: bool = False
     notes: tuple[LedgerRow, ...] = ()
+    signed_at: int | None = None
+    """The Unix second the attempt was signed with."""
 
 
 @dataclass(frozen=True)
@@ -160,6 +175,10 @@ class Request:
     body: bytes
     headers: Mapping[str, str]
     redactions: tuple[str, ...]
+    timeout: timedelta = timedelta(seconds=10)
+    """The shorter of the endpoint's timeout and the policy's."""
+    signed_at: int | None = None
+    """The Unix second in the signature."""
 
 
 class FaultNotes:
@@ -331,8 +350,10 @@ class Worker:
         """
         notes = FaultNotes(lease, self.context.clock.now())
         plan = self.plan(lease, notes)
-        outcomes = await self.transmit(self.request(lease, plan), plan)
-        return await self.conclude(lease, outcomes, notes)
+        request = self.request(lease, plan)
+        outcomes = await self.transmit(request, plan)
+        sent = await self.conclude(lease, outcomes, notes)
+        return replace(sent, signed_at=request.signed_at)
 
     def _fires(self, kind: FaultKind, lease: Lease) -> Fault | None:
         return self.context.faults.fires(
@@ -372,6 +393,13 @@ class Worker:
         secrets = plan.secrets
         body = lease.event.body
         timestamp = int((self.context.wire_clock.now() + plan.timestamp_skew).timestamp())
+        if not plan.timestamp_skew:  # a skew fault's stamp is left exactly as skewed
+            stamps = self.context.wire_stamps
+            if delivery.attempt > 1 and not stamps.knows(delivery.delivery_id):
+                stamps.seed(
+                    delivery.delivery_id, self.context.store.last_signed(delivery.delivery_id)
+                )
+            timestamp = stamps.next(delivery.delivery_id, timestamp)
         headers = signed_headers(
             scheme=endpoint.endpoint.scheme,
             secrets=secrets,
@@ -385,7 +413,8 @@ class Worker:
         if plan.tamper:
             body = _tamper(body)
         redactions = scheme_named(endpoint.endpoint.scheme).secret_texts(secrets)
-        return Request(endpoint.url, body, headers, tuple(redactions))
+        timeout = min(endpoint.endpoint.timeout, self.context.policy.timeout)
+        return Request(endpoint.url, body, headers, tuple(redactions), timeout, timestamp)
 
     async def transmit(self, request: Request, plan: AttemptPlan) -> list[Outcome]:
         """POST the request (the plan's copies at once, or one after the other); every answer."""
@@ -415,7 +444,7 @@ class Worker:
         return Sent(lease, outcome, notes.at, ended_at, notes=notes.rows())
 
     async def _post(self, request: Request) -> Outcome:
-        timeout = self.context.policy.timeout.total_seconds()
+        timeout = request.timeout.total_seconds()
         redactions = request.redactions
         try:
             response = await self.context.client.post(
@@ -475,6 +504,7 @@ class Worker:
                 retry_after=outcome.retry_after,
                 response_sample=outcome.sample,
                 error=outcome.error,
+                signed_at=sent.signed_at,
             )
             notes.extend(sent.notes)
             persisted.append(False)

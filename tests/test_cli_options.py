@@ -40,7 +40,7 @@ WITH_SCHEME = sorted(n for n, c in COMMANDS_BY_NAME.items() if _option(c, "--sch
 
 
 def test_the_signing_commands_have_a_scheme() -> None:
-    assert WITH_SCHEME == ["check", "check-sender", "receiver", "sandbox", "send"]
+    assert WITH_SCHEME == ["check", "check-sender", "endpoints add", "receiver", "sandbox", "send"]
 
 
 @pytest.mark.parametrize("name", WITH_SCHEME)

@@ -12,6 +12,7 @@ from conformance.catalogue import (
     deadline,
     idempotency,
     leases,
+    platform,
     redrive,
     response,
     schedules,
@@ -35,6 +36,7 @@ FAMILIES = (
     leases,
     redrive,
     schedules,
+    platform,
     story,
     sender,
 )

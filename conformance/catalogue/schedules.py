@@ -14,8 +14,8 @@ SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="schedules.fixed-from-scheduled",
         title="Fixed schedule measured from the scheduled time",
-        guarantee="With the seed-002 schedule, a retry due at +1 m but run at +1 m 30 s still "
-        "schedules the next one at +1 m + 5 m, not from when it ran.",
+        guarantee="With the fixed 0, 1 m, 5 m, 15 m, 1 h, 6 h schedule, a retry due at +1 m but "
+        "run at +1 m 30 s still schedules the next one at +1 m + 5 m, not from when it ran.",
         severity=Severity.MUST,
         tags=S,
         steps=(

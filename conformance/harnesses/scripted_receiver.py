@@ -2,7 +2,8 @@
 
 Each event may be given a script — a queue of answers such as ``{"status": 503}``,
 ``{"status": 429, "retry_after": "120"}``, ``{"error": "timeout"}`` (or ``dns``, ``tls``,
-``connect``) or ``{"status": 200, "takes_s": 10}`` (the answer comes 10 virtual seconds later).
+``connect``), ``{"error": "exception"}`` (the in-process app raises, which is no transport
+failure) or ``{"status": 200, "takes_s": 10}`` (the answer comes 10 virtual seconds later).
 Once its script is spent, the receiver behaves conformantly: 200 for a new event, 200 "already
 applied" for a duplicate. It counts effects per event id; the sender never sees them.
 """
@@ -46,6 +47,8 @@ class ScriptedReceiver:
         if answer.get("takes_s") and self.advance is not None:
             self.advance(timedelta(seconds=float(answer["takes_s"])))
         error = answer.get("error")
+        if error == "exception":  # an in-process app that raises: not a transport failure
+            raise RuntimeError("scripted: the in-process app raised")
         if error is not None:
             raise _transport_error(str(error), request)
         headers = {"retry-after": str(answer["retry_after"])} if "retry_after" in answer else {}

@@ -30,6 +30,7 @@ from conformance.harnesses.signed_requests import WireRequest
 from receiver.clock import FreshWireClock
 from receiver.signing import event_id_of
 from sender_sim import (
+    ExportTooLarge,
     Fault,
     FaultKind,
     FaultPlan,
@@ -38,6 +39,7 @@ from sender_sim import (
     Policy,
     RedriveError,
     RedriveScope,
+    ResendRefused,
     SimulatorError,
     SQLiteStore,
     VirtualClock,
@@ -175,6 +177,8 @@ class TrackedEvent:
     delivery_id: str
     body: bytes
     attempts_planned: int = 0
+    fanned_out: tuple[str, ...] = ()
+    """The deliveries a fan-out publication made (``publish_event``)."""
 
 
 @dataclass
@@ -196,6 +200,9 @@ class SenderDriver:
     """Real seconds waited before a redrive copy is sent (``--patience``; 0 under S)."""
     events: dict[str, TrackedEvent] = field(default_factory=dict)
     redrive_errors: list[RedriveError] = field(default_factory=list)
+    resend_errors: list[ResendRefused] = field(default_factory=list)
+    exports: list[int | str] = field(default_factory=list)
+    """Each export's row count, or the code it was refused with."""
     start: datetime = DEFAULT_START
     sim: _Simulator | None = None
     clock: VirtualClock | None = None
@@ -311,8 +318,7 @@ class SenderDriver:
         chosen = sim.worker(worker, clock_skew=timedelta(seconds=skew_s))
         self.transport.label = label
         leases = chosen.claim(delivery_ids=[tracked.delivery_id])
-        sent = [await chosen.send(lease) for lease in leases]
-        chosen.complete(sent)
+        chosen.finish([await chosen.dispatch(lease) for lease in leases])
 
 
 SenderAction = Callable[[SenderDriver, Mapping[str, Any]], Awaitable[None]]
@@ -442,3 +448,82 @@ async def _corrupt_payload(driver: SenderDriver, args: Mapping[str, Any]) -> Non
         db.execute(
             "UPDATE events SET body = ? WHERE event_id = ?", (bytes(body) + b" ", tracked.event_id)
         )
+
+
+@sender_action("endpoint")
+async def _endpoint(driver: SenderDriver, args: Mapping[str, Any]) -> None:
+    """Configure an endpoint (``op``: add, disable, enable, delete; ``id``, default the target;
+    ``types``: its subscriptions). An added endpoint lives at ``<url>/<id>``."""
+    sim = driver.simulator
+    endpoint_id = str(args.get("id", ENDPOINT))
+    op = args.get("op", "add")
+    if op == "add":
+        url = driver.url if endpoint_id == ENDPOINT else f"{driver.url}/{endpoint_id}"
+        types = args.get("types")
+        sim.add_endpoint(
+            endpoint_id,
+            url,
+            list(driver.secrets),
+            scheme=driver.scheme,
+            event_types=None if types is None else list(types),
+            actor=OPERATOR,
+        )
+    elif op in ("disable", "enable"):
+        sim.set_endpoint_active(endpoint_id, op == "enable", actor=OPERATOR)
+    elif op == "delete":
+        sim.delete_endpoint(endpoint_id, actor=OPERATOR)
+    else:
+        raise HarnessError(f"unknown endpoint op {op!r}")
+
+
+@sender_action("publish_event")
+async def _publish_event(driver: SenderDriver, args: Mapping[str, Any]) -> None:
+    """Publish the event to every active subscribed endpoint (fan-out); ``copies`` more untracked
+    events of the same type follow."""
+    sim = driver.simulator
+    tracked = driver.track(args["event"])
+    event_type = str(args.get("type", "hookproof.conformance.ping"))
+    deadline = driver.when(args, "deadline", 86_400)
+    result = sim.publish_event(
+        event_type=event_type,
+        deadline_at=deadline,
+        business_key=args.get("key"),
+        event_id=tracked.event_id,
+        body=tracked.body,
+    )
+    tracked.fanned_out = result.delivery_ids
+    mine = [d for d in result.delivery_ids if sim.delivery(d).endpoint_id == ENDPOINT]
+    if mine or result.delivery_ids:
+        tracked.delivery_id = (mine or list(result.delivery_ids))[0]
+    for n in range(int(args.get("copies", 0))):
+        sim.publish_event(event_type=event_type, deadline_at=deadline, data={"copy": n})
+
+
+@sender_action("resend")
+async def _resend(driver: SenderDriver, args: Mapping[str, Any]) -> None:
+    """An operator resends the event's delivery (``of: event`` resends the event itself), then
+    it is attempted unless ``then_attempt`` is false."""
+    sim = driver.simulator
+    tracked = driver.track(args["event"])
+    target = tracked.event_id if args.get("of") == "event" else tracked.delivery_id
+    try:
+        result = sim.resend([target], actor=OPERATOR)
+    except ResendRefused as refused:
+        driver.resend_errors.append(refused)
+        return
+    queued = (*result.delivery_ids, *result.new_delivery_ids)
+    if queued and tracked.delivery_id not in queued:
+        tracked.delivery_id = queued[0]
+    if args.get("then_attempt", True):
+        await driver.attempt(tracked, args.get("label", "resend"))
+
+
+@sender_action("export")
+async def _export(driver: SenderDriver, args: Mapping[str, Any]) -> None:
+    """Export every row as CSV; the row count, or the refusal's code, is recorded."""
+    import io
+
+    try:
+        driver.exports.append(driver.simulator.export_csv(None, io.StringIO()))
+    except ExportTooLarge as refused:
+        driver.exports.append(refused.code)

@@ -26,6 +26,8 @@ from sender_sim.commands.options import (
 )
 from sender_sim.commands.reports import delivery_json, last_outcome, row_printer, verdict
 from sender_sim.commands.support import (
+    clock_end_note,
+    clock_start_note,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -230,14 +232,15 @@ async def _redrive(
             client=client,
             seed=seed,
         )
-        deadline_at = parse_deadline(deadline, sim.now())
+        started = sim.now()
+        note = clock_start_note(sim.clock)
+        if note and not as_json:
+            out.print(note)
+        deadline_at = parse_deadline(deadline, started)
         if not queue_only:
             for endpoint_id in sorted({d.endpoint_id for d in candidates}):
-                known = store.endpoint(endpoint_id)
-                if known is not None:
-                    sim.add_endpoint(
-                        endpoint_id, known.url, keys, scheme=known.scheme, active=known.active
-                    )
+                if store.endpoint(endpoint_id) is not None:
+                    sim.use_secrets(endpoint_id, keys)
         try:
             result = sim.redrive(actor=actor, reason=reason, deadline_at=deadline_at, scope=scope)
         except RedriveRefused as refused:
@@ -277,6 +280,9 @@ async def _redrive(
             for d in finals:
                 status = "queued (not sent: --queue-only)" if queue_only else verdict(d)
                 out.print(f"  {d.delivery_id}  {status}")
+            note = clock_end_note(sim.clock, started)
+            if note:
+                out.print(note)
         if queue_only:
             return 0
         return 0 if all(d.state is State.DELIVERED for d in finals) else 1

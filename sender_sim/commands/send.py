@@ -35,12 +35,15 @@ from sender_sim.commands.options import (
 )
 from sender_sim.commands.reports import delivery_json, row_json, row_printer, verdict
 from sender_sim.commands.support import (
+    clock_end_note,
+    clock_start_note,
     open_store,
     parse_deadline,
     run_deliveries,
     session_clock,
     split_secrets,
 )
+from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import FaultPlan
 from sender_sim.policy import Policy, policy_named
 from sender_sim.policy_file import load_policy_file
@@ -207,6 +210,7 @@ def send_command(
                 seed=seed,
                 virtual=virtual,
                 as_json=as_json,
+                timeout_given=timeout is not None,
             )
         )
     finally:
@@ -230,7 +234,10 @@ async def _send(
     seed: int,
     virtual: bool,
     as_json: bool,
+    timeout_given: bool,
 ) -> int:
+    """Configure the endpoint (a new one waits the policy's timeout; a stored one keeps its
+    own unless --timeout is given, and keeps its subscriptions and active flag), publish, run."""
     out = make_console()
     async with httpx.AsyncClient() as client:
         sim = Simulator(
@@ -241,8 +248,28 @@ async def _send(
             seed=seed,
             faults=plan,
         )
-        deadline_at = parse_deadline(deadline, sim.now())
-        sim.add_endpoint(endpoint_id, url, keys, scheme=scheme)
+        started = sim.now()
+        note = clock_start_note(sim.clock)
+        if note and not as_json:
+            out.print(note)
+        deadline_at = parse_deadline(deadline, started)
+        stored = store.endpoint(endpoint_id)
+        if stored is not None and not stored.active:
+            raise ConfigurationError(
+                f"endpoint {endpoint_id} is disabled: nothing is sent to it "
+                f"(hookproof endpoints enable {endpoint_id} first)"
+            )
+        wait = policy.timeout if stored is None or timeout_given else stored.timeout
+        sim.add_endpoint(
+            endpoint_id,
+            url,
+            keys,
+            scheme=scheme,
+            timeout=wait.total_seconds(),
+            event_types=stored.event_types if stored else None,
+            active=stored.active if stored else True,
+            actor="hookproof send",
+        )
         delivery_id = sim.publish(
             endpoint_id=endpoint_id,
             deadline_at=deadline_at,
@@ -277,4 +304,8 @@ async def _send(
             out.print(f"Result: {verdict(delivery)}")
             out.print()
             out.print(explanation)
+            note = clock_end_note(sim.clock, started)
+            if note:
+                out.print()
+                out.print(note)
         return 0 if delivery.state is State.DELIVERED else 1

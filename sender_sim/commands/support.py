@@ -8,6 +8,11 @@ run after a six-hour virtual schedule never sees time go backwards; waits then t
 Signatures are always stamped by the real wire clock. Under real time both clocks are the system
 clock.
 
+A command that moves the simulated clock past real time says so when it ends
+(:func:`clock_end_note`), and the next command on the same database says which simulated time it
+starts from (:func:`clock_start_note`), so a ``--deadline +1h`` is never an hour from a clock the
+user cannot see.
+
 **Scoped running.** :func:`run_deliveries` claims only the deliveries it is given (through
 ``Worker.claim(delivery_ids=…)``), never whatever else is due in a shared database (those may
 belong to endpoints whose secrets this process does not hold). When none of them is due it jumps
@@ -29,7 +34,7 @@ from typing import Any
 from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.explain import SENTENCES
-from sender_sim.records import LedgerRow, State, from_us, rfc3339
+from sender_sim.records import LedgerRow, State, format_duration, from_us, rfc3339
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
 from sender_sim.worker import Worker
@@ -37,6 +42,8 @@ from sender_sim.worker import Worker
 __all__ = [
     "DEFAULT_DB",
     "RowSink",
+    "clock_end_note",
+    "clock_start_note",
     "describe_row",
     "emit_new_rows",
     "next_due",
@@ -162,6 +169,40 @@ def session_clock(store: SQLiteStore, *, virtual: bool) -> Clock:
     now = datetime.now(UTC)
     latest = store_time(store)
     return VirtualClock(max(now, latest) if latest is not None else now)
+
+
+_NOTICEABLE = timedelta(seconds=1)
+"""How far simulated time must run ahead of real time (or move) before a command says so."""
+
+
+def clock_start_note(clock: Clock) -> str | None:
+    """The line saying a virtual session clock starts ahead of real time (else ``None``)."""
+    if not isinstance(clock, VirtualClock):
+        return None
+    now = clock.now()
+    ahead = now - datetime.now(UTC)
+    if ahead < _NOTICEABLE:
+        return None
+    return (
+        f"Simulated time starts at {rfc3339(now)}, {format_duration(ahead)} ahead of real time "
+        "(an earlier command on this database advanced it); relative times such as +1h count "
+        "from it."
+    )
+
+
+def clock_end_note(clock: Clock, started: datetime) -> str | None:
+    """The line saying this command advanced the database's simulated clock (else ``None``)."""
+    if not isinstance(clock, VirtualClock):
+        return None
+    now = clock.now()
+    if now - started < _NOTICEABLE:
+        return None
+    ahead = now - datetime.now(UTC)
+    where = f", {format_duration(ahead)} ahead of real time" if ahead >= _NOTICEABLE else ""
+    return (
+        f"This command advanced the simulated clock by {format_duration(now - started)} to "
+        f"{rfc3339(now)}{where}; the next command on this database starts from there."
+    )
 
 
 def _fault_text(details: Mapping[str, Any]) -> str:

@@ -90,6 +90,7 @@ TAGS = {
     "leases": "S",
     "redrive": "S",
     "schedules": "S",
+    "platform": "S",
     "story": "SR",
     "sender": "X",
 }

@@ -50,7 +50,23 @@ def _documented(option: str, text: str) -> bool:
     return f"`{option}" in text or f"/{option}`" in text
 
 
-SENDER_COMMANDS = [("send",), ("dlq", "list"), ("dlq", "redrive"), ("explain",)]
+SENDER_COMMANDS = [
+    ("send",),
+    ("dlq", "list"),
+    ("dlq", "redrive"),
+    ("explain",),
+    ("endpoints", "add"),
+    ("endpoints", "list"),
+    ("endpoints", "disable"),
+    ("endpoints", "enable"),
+    ("endpoints", "delete"),
+    ("endpoints", "history"),
+    ("deliveries", "list"),
+    ("deliveries", "export"),
+    ("resend",),
+    ("metrics",),
+    ("shadow",),
+]
 
 
 @pytest.mark.parametrize("path", SENDER_COMMANDS, ids=" ".join)
@@ -85,3 +101,23 @@ def test_the_documented_template_file_loads(tmp_path: Path) -> None:
     templates = load_templates(str(path))
     assert templates.default == "order.shipped"
     json.loads(match.group(1))
+
+
+def _examples() -> list[str]:
+    text = (DOCS / "sender-sim.md").read_text(encoding="utf-8")
+    return [line[2:] for line in text.splitlines() if line.startswith("$ hookproof ")]
+
+
+@pytest.mark.parametrize("line", _examples())
+def test_every_documented_command_line_parses(line: str) -> None:
+    """Each ``$ hookproof …`` example parses as it is written (arguments with spaces quoted)."""
+    import shlex
+
+    words = shlex.split(line)[1:]
+    command: click.Command = cli
+    ctx = click.Context(cli)
+    while isinstance(command, click.Group) and words:
+        found = command.get_command(ctx, words[0])
+        assert found is not None, words[0]
+        command, words = found, words[1:]
+    command.make_context(command.name or "hookproof", list(words), resilient_parsing=False)

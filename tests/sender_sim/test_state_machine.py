@@ -1,11 +1,14 @@
 """A hypothesis state machine over the whole sender: publish, claim, send outcomes, crash, lease
-expiry, a second (skewed) worker, advancing the clock, redrive and double redrive.
+expiry, a second (skewed) worker, advancing the clock, redrive and double redrive; endpoints
+added (with subscriptions), disabled, enabled and deleted; fan-out publication and resend.
 
 Invariants: no delivery is lost or in two states; never two live leases on one delivery; no
-attempt starts past the deadline rule; a dead letter moves only through a recorded redrive; every
-state change has its ledger row (the ledger chains to the current state); ``delivery_id`` and the
-payload digest never change. The same pure transitions and store run here as in the real worker;
-only the HTTP exchange is replaced by a chosen outcome.
+attempt starts past the deadline rule; a dead letter moves only through a recorded redrive or a
+resend; every state change has its ledger row (the ledger chains to the current state);
+``delivery_id`` and the payload digest never change; nothing is sent to a disabled or deleted
+endpoint; every event has deliveries or an event-only status; attempt counts never go back.
+The same pure transitions and store run here as in the real worker; only the HTTP exchange is
+replaced by a chosen outcome.
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from hypothesis.stateful import (
 
 from sender_sim import (
     DeadLetterReason,
+    EventStatus,
     FullJitter,
     Lease,
     Outcome,
@@ -34,6 +38,7 @@ from sender_sim import (
     Policy,
     RedriveRefused,
     RedriveScope,
+    ResendRefused,
     Sent,
     Simulator,
     SQLiteStore,
@@ -74,6 +79,8 @@ STEPS = [
     timedelta(minutes=20),
 ]
 WORKERS = {"w1": timedelta(0), "w2": timedelta(seconds=2), "w3": timedelta(seconds=-2)}
+ENDPOINTS = ["partner", "e1", "e2"]
+TYPES = ["t.a", "t.b"]
 
 
 class SenderMachine(RuleBasedStateMachine):
@@ -88,8 +95,12 @@ class SenderMachine(RuleBasedStateMachine):
         self.workers = {n: self.sim.worker(n, clock_skew=s) for n, s in WORKERS.items()}
         self.leases: list[Lease] = []
         self.digests: dict[str, str] = {}
-        self.stale = 0
+        self.stale: dict[str, int] = {}
+        """Stale acks refused, per delivery: metrics count the retained history only, so a
+        deleted endpoint's deliveries leave the count with it."""
         self.counter = 0
+        self.events: set[str] = set()
+        self.attempts_seen: dict[str, int] = {}
 
     def teardown(self) -> None:
         self.sim.store.close()
@@ -97,6 +108,10 @@ class SenderMachine(RuleBasedStateMachine):
     def _ids(self) -> list[str]:
         return sorted(self.digests)
 
+    def _url(self, endpoint_id: str) -> str:
+        return URL if endpoint_id == "partner" else f"{URL}/{endpoint_id}"
+
+    @precondition(lambda self: self.sim.store.endpoint("partner") is not None)
     @rule(
         deadline=st.sampled_from([timedelta(seconds=s) for s in (5, 23, 25, 60, 300, 3600, 7200)]),
         delay=st.sampled_from([timedelta(0), timedelta(microseconds=1), timedelta(seconds=30)]),
@@ -113,6 +128,96 @@ class SenderMachine(RuleBasedStateMachine):
             delivery_id=f"d{self.counter:03d}",
         )
         self.digests[did] = self.sim.delivery(did).payload_digest
+        self.events.add(self.sim.delivery(did).event_id)
+
+    # -- endpoints, fan-out, resend ------------------------------------------------------------
+
+    @rule(
+        endpoint=st.sampled_from(ENDPOINTS),
+        types=st.sampled_from([None, ("t.a",), ("t.b",), ("t.a", "t.b")]),
+    )
+    def add_or_subscribe(self, endpoint: str, types: tuple[str, ...] | None) -> None:
+        stored = self.sim.store.endpoint(endpoint)
+        active = stored.active if stored is not None else True
+        self.sim.add_endpoint(
+            endpoint, self._url(endpoint), [SECRET], event_types=types, active=active
+        )
+
+    @rule(endpoint=st.sampled_from(ENDPOINTS), active=st.booleans())
+    def disable_or_enable(self, endpoint: str, active: bool) -> None:
+        if self.sim.store.endpoint(endpoint) is None:
+            return
+        self.sim.set_endpoint_active(endpoint, active, actor="ops")
+        # a lease held in flight on a now-disabled endpoint may still come back (not a new send)
+
+    @rule(endpoint=st.sampled_from(["e1", "e2", "e1", "e2", "partner"]))
+    def delete(self, endpoint: str) -> None:
+        if self.sim.store.endpoint(endpoint) is None:
+            return
+        gone = {d.delivery_id for d in self.sim.deliveries() if d.endpoint_id == endpoint}
+        self.sim.delete_endpoint(endpoint, actor="ops")
+        for did in gone:
+            del self.digests[did]
+            self.stale.pop(did, None)
+        self.leases = [x for x in self.leases if x.delivery.delivery_id not in gone]
+        assert self.sim.endpoint_history(endpoint)[-1].action == "deleted"
+        event("endpoint deleted")
+
+    @rule(event_type=st.sampled_from(TYPES), deadline=st.sampled_from([60, 3600]))
+    def publish_event(self, event_type: str, deadline: int) -> None:
+        now = self.clock.now()
+        configured = self.sim.endpoints()
+        expected = sorted(
+            e.endpoint_id for e in configured if e.active and e.subscribes(event_type)
+        )
+        result = self.sim.publish_event(
+            event_type=event_type, deadline_at=now + timedelta(seconds=deadline)
+        )
+        self.events.add(result.event_id)
+        got = sorted(self.sim.delivery(d).endpoint_id for d in result.delivery_ids)
+        assert got == expected
+        if not expected:
+            assert result.event_status in (
+                EventStatus.NO_ENDPOINT,
+                EventStatus.ENDPOINT_DISABLED,
+                EventStatus.NOT_SUBSCRIBED,
+            )
+            event(f"event-only: {result.event_status}")
+        for did in result.delivery_ids:
+            self.digests[did] = self.sim.delivery(did).payload_digest
+
+    @rule(index=st.integers(0, 200), by_event=st.booleans())
+    def resend(self, index: int, by_event: bool) -> None:
+        candidates = sorted(self.events) if by_event else self._ids()
+        if not candidates:
+            return
+        target = candidates[index % len(candidates)]
+        before = {d.delivery_id: d for d in self.sim.deliveries()}
+        result = None
+        try:
+            result = self.sim.resend([target], actor="ops")
+        except ResendRefused as error:
+            refused = error
+        else:
+            refused = None
+        if refused is not None:
+            event(f"resend refused: {sorted(set(refused.ineligible.values()))}")
+            assert refused.code == "WEBHOOK_DELIVERY_NOT_REPLAYABLE"
+            assert {d.delivery_id: d for d in self.sim.deliveries()} == before
+            return
+        assert result is not None
+        event("resend queued")
+        for did in result.delivery_ids:
+            previous, after = before[did], self.sim.delivery(did)
+            assert previous.state in (State.DELIVERED, State.DEAD_LETTER)
+            assert after.state is State.SCHEDULED
+            assert after.attempt == previous.attempt
+            assert after.max_attempts >= previous.attempt + 1
+            endpoint = self.sim.store.endpoint(after.endpoint_id)
+            assert endpoint is not None
+            assert endpoint.active
+        for did in result.new_delivery_ids:
+            self.digests[did] = self.sim.delivery(did).payload_digest
 
     def _ack(self, lease: Lease, outcome: Outcome) -> None:
         current = self.sim.delivery(lease.delivery.delivery_id)
@@ -125,8 +230,9 @@ class SenderMachine(RuleBasedStateMachine):
         if acked:
             event(f"state after ack: {self.sim.delivery(current.delivery_id).state.value}")
         else:
-            self.stale += 1
-        assert self.sim.metrics().lease_expiry_duplicates == self.stale
+            did = current.delivery_id
+            self.stale[did] = self.stale.get(did, 0) + 1
+        assert self.sim.metrics().lease_expiry_duplicates == sum(self.stale.values())
 
     @initialize(count=st.integers(1, 4))
     def some_deliveries(self, count: int) -> None:
@@ -146,6 +252,9 @@ class SenderMachine(RuleBasedStateMachine):
         for lease, outcome in zip(leases, outcomes, strict=False):
             # the attempt starts now in TRUE time: it must fit the deadline without the skew
             assert self.clock.now() + POLICY.expected_attempt_time < lease.delivery.deadline_at
+            endpoint = self.sim.store.endpoint(lease.delivery.endpoint_id)
+            assert endpoint is not None, "a lease on a deleted endpoint"
+            assert endpoint.active, "a lease on a disabled endpoint"
             event(f"claimed (attempt {lease.delivery.attempt})")
             if outcome is None:
                 self.leases.append(lease)
@@ -183,6 +292,9 @@ class SenderMachine(RuleBasedStateMachine):
         before = self.sim.delivery(did)
         deadline = self.clock.now() + extra
         eligible = before.state is State.DEAD_LETTER and POLICY.fits(self.clock.now(), deadline)
+        endpoint = self.sim.store.endpoint(before.endpoint_id)
+        if endpoint is None or not endpoint.active:
+            eligible = False  # a redrive revalidates the destination
         if before.reason is DeadLetterReason.DEADLINE_EXHAUSTED and deadline <= before.deadline_at:
             eligible = False  # a renewal of a missed deadline must extend it
         try:
@@ -206,7 +318,13 @@ class SenderMachine(RuleBasedStateMachine):
     @precondition(lambda self: bool(self.digests))
     @rule(index=st.integers(0, 50))
     def double_redrive(self, index: int) -> None:
-        dead = [d for d in self._ids() if self.sim.delivery(d).state is State.DEAD_LETTER]
+        active = {e.endpoint_id for e in self.sim.endpoints() if e.active}
+        dead = [
+            d
+            for d in self._ids()
+            if self.sim.delivery(d).state is State.DEAD_LETTER
+            and self.sim.delivery(d).endpoint_id in active
+        ]
         if not dead:
             return
         did = dead[index % len(dead)]
@@ -253,8 +371,11 @@ class SenderMachine(RuleBasedStateMachine):
                 assert row.from_state is previous.to_state
             assert changes[-1].to_state is current.state
             for row in changes:
-                if row.from_state is State.DEAD_LETTER:  # a dead letter moves only by redrive
-                    assert row.cause == "redriven"
+                if row.from_state is State.DELIVERED:  # only a resend moves a delivered one
+                    assert row.cause == "resent"
+                if row.from_state is State.DEAD_LETTER:  # only by redrive or resend
+                    assert row.cause in ("redriven", "resent")
+                if row.cause == "redriven":
                     decision = decisions[row.details["decision_id"]]
                     assert decision.result == "queued"
                     assert did in decision.delivery_ids
@@ -263,6 +384,22 @@ class SenderMachine(RuleBasedStateMachine):
                 if row.to_state is State.DEAD_LETTER:
                     assert row.reason is not None
                     assert row.reason in DeadLetterReason
+
+    @invariant()
+    def every_event_has_deliveries_or_an_event_only_status(self) -> None:
+        for event_id in self.events:
+            stored = self.sim.store.event(event_id)
+            retained = self.sim.store.event_deliveries(event_id)
+            assert bool(retained) != (stored.status is not None), event_id
+            if stored.status is not None:
+                assert all(not self.sim.attempts(d.delivery_id) for d in retained)
+
+    @invariant()
+    def attempt_counts_never_go_back(self) -> None:
+        for delivery in self.sim.deliveries():
+            seen = self.attempts_seen.get(delivery.delivery_id, 0)
+            assert delivery.attempt >= seen
+            self.attempts_seen[delivery.delivery_id] = delivery.attempt
 
     @invariant()
     def identity_and_digest_never_change(self) -> None:

@@ -40,7 +40,7 @@ def test_a_file_store_uses_wal_and_full_sync_and_migrates_once(tmp_path: Path) -
     applied = again._read(
         "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", (MIGRATION_SET,)
     )
-    assert applied == [("0001_sender",)]
+    assert applied == [("0001_sender",), ("0002_platform",)]
     again.close()
 
 

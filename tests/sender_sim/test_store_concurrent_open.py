@@ -61,7 +61,7 @@ def test_processes_opening_a_new_store_file_at_once_all_succeed(tmp_path: Path) 
                 ).fetchall()
             finally:
                 conn.close()
-            assert applied == [("0001_sender",)]
+            assert applied == [("0001_sender",), ("0002_platform",)]
     failures = [outcome for outcome in outcomes if outcome != "wal"]
     assert len(outcomes) == PROCESSES * ROUNDS
     assert failures == []

@@ -28,6 +28,7 @@ from sender_sim import (
 from sender_sim.context import WorkerContext
 from sender_sim.endpoint_config import EndpointConfig
 from sender_sim.records import Endpoint, Event
+from sender_sim.wire import WireStamps
 from sender_sim.worker import AttemptPlan, FaultNotes, Lease, Request, Worker, chosen_outcome
 from tests.sender_sim.conftest import SECRET, T0, URL, Handler, MakeSim
 
@@ -162,6 +163,7 @@ class BareContext:
     store: SQLiteStore = field(default_factory=SQLiteStore)
     clock: VirtualClock = field(default_factory=lambda: VirtualClock(T0))
     wire_clock: VirtualClock = field(default_factory=lambda: VirtualClock(T0))
+    wire_stamps: WireStamps = field(default_factory=WireStamps)
     faults: FaultInjector = field(default_factory=lambda: FaultInjector(FaultPlan()))
     policy: Policy = field(default_factory=Policy)
     rng: random.Random = field(default_factory=lambda: random.Random(0))
