@@ -1,8 +1,10 @@
 """What the runner puts on the wire: signed requests, their deliberate mutations, and redaction.
 
-One :class:`WireScheme` per signing scheme adapts ``receiver.signing`` to what scenarios need:
-where each *role* (event id, timestamp, signature) lives, how to drop or break it, how to add a
-second signature (rotation) or one of an unknown version. :class:`WireRequest` is an immutable
+:class:`WireScheme` holds the run's scheme and secrets and adapts the scheme object
+(``receiver.signing``) to what scenarios need: the roles (event id, timestamp, signature) to drop
+or break, a second signature (rotation) or one of an unknown version, the valid signature among
+decoys; the scheme object knows how for its scheme, this module draws the seeded randomness and
+never branches on a scheme's name. :class:`WireRequest` is an immutable
 record of one request exactly as sent, which renders itself as a runnable ``curl`` command with
 the signatures redacted (unless asked otherwise).
 """

@@ -3,8 +3,10 @@ and :class:`Scheme`, the one interface each scheme object implements.
 
 A scheme object owns everything about its scheme: the signed content and the headers that carry
 it, signing and verifying, where the event id lives, its secrets (minting, parsing,
-fingerprints), decoy signatures for tests, and the redaction of its secrets and signatures from
-text. :class:`SchemeBase` gives the parts most schemes share; each scheme's module overrides what
+fingerprints), decoy signatures for tests, the redaction of its secrets and signatures from
+text, and what a conformance runner needs to break a delivery on purpose (its roles, dropping
+one, the valid signature among decoys, the broken shapes of its header grammar, a garbled
+signature), so no caller branches on a scheme's name. :class:`SchemeBase` gives the parts most schemes share; each scheme's module overrides what
 differs (``standard.py``, ``stripe.py``, ``github.py``); ``registry.py`` names them.
 
 Every failure is a :class:`~receiver.exceptions.VerificationError` (or a
@@ -434,8 +436,9 @@ class Scheme(Protocol):
         ...
 
     def broken_headers(self, *, timestamp: int, rng: random.Random) -> tuple[BrokenHeader, ...]:
-        """Each of the scheme's headers with the broken shapes of its grammar, in header order
-        (random parts drawn from ``rng``); a fuzz driver adds the junk common to each role."""
+        """Each of the scheme's headers with the broken shapes of its grammar, in a fixed order
+        (random parts drawn from ``rng``, so a seed repeats them); a fuzz driver adds the junk
+        common to each role."""
         ...
 
     def secret_warning(self, value: str) -> str | None:
