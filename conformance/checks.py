@@ -18,6 +18,7 @@ from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.results import Failure
+from receiver.signing import SCHEMES
 
 __all__ = ["RECEIVER_CHECKS", "Unjudged", "status_matches"]
 
@@ -197,23 +198,25 @@ async def _problem_json(run: WireRun, expectation: Expectation) -> Verdict:
 
 
 def _leak_candidates(run: WireRun, exchange: Exchange) -> set[str]:
-    """The secrets, the signatures sent, and the signatures a receiver would compute."""
-    scheme = run.options.scheme
-    found: set[str] = set()
-    for secret in scheme.secrets:
-        found.add(secret.value)
-        key = scheme.scheme.key(secret)
+    """The secrets, the signatures sent, and the signatures a receiver would compute: the HMAC,
+    under each secret, of every scheme's signed content for this request (a receiver may
+    compute another scheme's by mistake), base64 and hex."""
+    wire = run.options.scheme
+    scheme = wire.scheme
+    request = exchange.request
+    headers = {name: value.decode("latin-1") for name, value in request.headers}
+    event_id = scheme.event_id(headers, request.body)
+    stamp = scheme.timestamp_of(headers)
+    contents = [
+        other.signed_content(request.body, event_id=event_id, timestamp=stamp or 0)
+        for other in SCHEMES.values()
+        if stamp is not None or not other.uses_timestamp
+    ]
+    found = set(scheme.secret_texts(wire.secrets))
+    for secret in wire.secrets:
+        key = scheme.key(secret)
         found.add(base64.b64encode(key).decode())
-        request = exchange.request
-        event_id = scheme.scheme.event_id(
-            {name: value.decode("latin-1") for name, value in request.headers}, request.body
-        ).encode()
-        stamp = request.header("webhook-timestamp") or b""
-        for signed in (
-            event_id + b"." + stamp + b"." + request.body,
-            stamp + b"." + request.body,
-            request.body,
-        ):
+        for signed in contents:
             digest = hmac.digest(key, signed, "sha256")
             found.update({base64.b64encode(digest).decode(), digest.hex()})
     found.update(run.sensitive)

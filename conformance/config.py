@@ -19,6 +19,8 @@ from typing import Any
 
 from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
+from conformance.model import scheme_choices
+from receiver.signing import SCHEMES
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]
 
@@ -79,16 +81,14 @@ class CheckSettings:
     def warnings(self) -> list[str]:
         """What looks wrong but may be meant: one sentence each, said once before the run."""
         said: list[str] = []
-        if self.scheme == "standard":
-            odd = [i for i, s in enumerate(self.secrets, start=1) if not s.startswith("whsec_")]
-            if odd:
-                which = "secret " + ", ".join(f"#{i}" for i in odd)
-                said.append(
-                    f"{which} does not start with 'whsec_': under the standard scheme the key is "
-                    "the base64 after 'whsec_', so a receiver keyed with the string itself will "
-                    "refuse every signed delivery (pass the whsec_ secret, or --scheme stripe or "
-                    "github if the platform signs with the raw string)"
-                )
+        scheme = SCHEMES.get(self.scheme)
+        odd: dict[str, list[int]] = {}  # the scheme's reason -> the secrets it applies to
+        for index, secret in enumerate(self.secrets, start=1):
+            reason = scheme.secret_warning(secret) if scheme is not None else None
+            if reason is not None:
+                odd.setdefault(reason, []).append(index)
+        for reason, which in odd.items():
+            said.append("secret " + ", ".join(f"#{i}" for i in which) + " " + reason)
         return said
 
     def report_options(self) -> dict[str, Any]:
@@ -117,8 +117,8 @@ class CheckSettings:
             )
         if not self.secrets:
             raise UsageError("no secret: pass --secret (repeatable) or 'secret' in the config")
-        if self.scheme not in ("standard", "stripe", "github"):
-            raise UsageError(f"unknown scheme {self.scheme!r}; choose standard, stripe or github")
+        if self.scheme not in SCHEMES:
+            raise UsageError(f"unknown scheme {self.scheme!r}; choose {scheme_choices()}")
         if bool(self.probe) != bool(self.probe_token):
             raise UsageError("--probe and --probe-token go together")
         if self.timeout <= 0:

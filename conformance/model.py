@@ -15,8 +15,12 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from receiver.signing import SCHEMES as _BY_NAME
+
 __all__ = [
     "SCHEMES",
+    "SEVERAL_SIGNATURES",
+    "TIMED",
     "Expectation",
     "Harness",
     "Scenario",
@@ -24,10 +28,24 @@ __all__ = [
     "Side",
     "Step",
     "expect",
+    "scheme_choices",
     "step",
 ]
 
-SCHEMES: frozenset[str] = frozenset({"standard", "stripe", "github"})
+SCHEMES: frozenset[str] = frozenset(_BY_NAME)
+"""Every scheme's name (the registry's)."""
+TIMED: frozenset[str] = frozenset(name for name, s in _BY_NAME.items() if s.uses_timestamp)
+"""The schemes that sign a timestamp."""
+SEVERAL_SIGNATURES: frozenset[str] = frozenset(
+    name for name, s in _BY_NAME.items() if s.several_signatures
+)
+"""The schemes whose deliveries may carry several signatures."""
+
+
+def scheme_choices() -> str:
+    """The schemes to choose from, for messages: ``standard, stripe or github``."""
+    *most, last = _BY_NAME
+    return f"{', '.join(most)} or {last}" if most else last
 
 
 class Severity(enum.StrEnum):

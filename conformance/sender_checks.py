@@ -104,8 +104,9 @@ async def _same_event(run: WireRun, driver: SenderDriver, exp: Expectation) -> F
 async def _fresh(run: WireRun, driver: SenderDriver, exp: Expectation) -> Failure | None:
     """Each attempt was signed afresh: no two distinct attempts share a signature header."""
     event_id = driver.track(exp.args["event"]).event_id
+    signature_header = run.options.scheme.signature_header
     signatures = [
-        e.request.header("webhook-signature")
+        e.request.header(signature_header)
         for group in run.exchanges.values()
         for e in group
         if e.event_id == event_id

@@ -29,11 +29,14 @@ from receiver.clock import Clock, seconds_source, system_clock
 from receiver.exceptions import ConfigurationError, MissingHeader
 from receiver.schemes.base import (
     DEFAULT_TOLERANCE_S,
+    NON_ASCII_DIGITS,
+    BrokenHeader,
     Scheme,
     Secret,
     VerifiedMessage,
     compare,
     fingerprint,
+    random_bytes,
 )
 from receiver.schemes.github import GitHubStyle
 from receiver.schemes.registry import SCHEMES, event_id_of, redact_signatures, scheme_named
@@ -42,7 +45,9 @@ from receiver.schemes.stripe import StripeStyle
 
 __all__ = [
     "DEFAULT_TOLERANCE_S",
+    "NON_ASCII_DIGITS",
     "SCHEMES",
+    "BrokenHeader",
     "GitHubStyle",
     "Scheme",
     "Secret",
@@ -52,6 +57,7 @@ __all__ = [
     "Verifier",
     "event_id_of",
     "fingerprint",
+    "random_bytes",
     "redact_signatures",
     "scheme_named",
 ]

@@ -3,12 +3,11 @@ directions, and refused outside it — even for an event the receiver already kn
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Severity, expect, step
+from conformance.model import TIMED, Harness, Scenario, Severity, expect, step
 
 __all__ = ["SCENARIOS"]
 
 RC = frozenset({Harness.R, Harness.C})
-TIMED = frozenset({"standard", "stripe"})
 
 
 def _edge(name: str, title: str, direction: int, inside: bool, severity: Severity) -> Scenario:

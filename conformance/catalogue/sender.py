@@ -15,6 +15,7 @@ from typing import Any
 
 from conformance.model import (
     SCHEMES,
+    TIMED,
     Expectation,
     Harness,
     Scenario,
@@ -28,7 +29,6 @@ from conformance.model import (
 __all__ = ["SCENARIOS"]
 
 X = frozenset({Harness.X})
-TIMESTAMPED = frozenset({"standard", "stripe"})
 
 
 def _x(check: str, says: str, **args: Any) -> Expectation:
@@ -84,7 +84,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         _x("timestamp", "timestamps advance with the arrivals and stay within --max-skew"),
         POLICY,
         DELAYS,
-        schemes=TIMESTAMPED,
+        schemes=TIMED,
     ),
     _scenario(
         "event-id-stable",

@@ -3,7 +3,16 @@ over the raw bytes it received, and refuses every other one with a 4xx — never
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Severity, expect, step
+from conformance.model import (
+    SCHEMES,
+    SEVERAL_SIGNATURES,
+    TIMED,
+    Harness,
+    Scenario,
+    Severity,
+    expect,
+    step,
+)
 
 __all__ = ["SCENARIOS"]
 
@@ -100,9 +109,9 @@ SCENARIOS: tuple[Scenario, ...] = (
             NOT_APPLIED,
         ),
     ),
-    _missing("id", "event id", frozenset({"standard", "stripe", "github"})),
-    _missing("timestamp", "signed timestamp", frozenset({"standard", "stripe"})),
-    _missing("signature", "signature header", frozenset({"standard", "stripe", "github"})),
+    _missing("id", "event id", SCHEMES),
+    _missing("timestamp", "signed timestamp", TIMED),
+    _missing("signature", "signature header", SCHEMES),
     _fuzzed(
         "malformed-headers",
         "Malformed headers (every header's grammar)",
@@ -140,7 +149,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         tags=RC,
         steps=(step("deliver", event="a", label="delivery", mutation="rotation"),),
         expectations=(ACKED, APPLIED_ONCE),
-        schemes=frozenset({"standard", "stripe"}),
+        schemes=SEVERAL_SIGNATURES,
     ),
     Scenario(
         id="signature.unknown-version",
@@ -150,7 +159,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         tags=RC,
         steps=(step("deliver", event="a", label="delivery", mutation="unknown-version"),),
         expectations=(ACKED, APPLIED_ONCE),
-        schemes=frozenset({"standard", "stripe"}),
+        schemes=SEVERAL_SIGNATURES,
     ),
     Scenario(
         id="signature.raw-bytes",
@@ -177,7 +186,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             ACKED,
             expect("effects_every", "the probe shows 1 effect for each", prefix="list-", equals=1),
         ),
-        schemes=frozenset({"standard", "stripe"}),
+        schemes=SEVERAL_SIGNATURES,
     ),
     Scenario(
         id="signature.each-secret",

@@ -2,6 +2,10 @@
 wrong lengths and encodings, well-formed entries of the wrong length, and bodies that are not
 UTF-8 or not JSON (signed and unsigned).
 
+The driver is generic: each scheme object says what its headers are, the role each carries and
+the broken shapes of its grammar (``broken_headers``), and how a signature of any length is
+written (``signature_with``); this module adds the junk every header of a role gets.
+
 Every case is one no genuine sender produces *and* from which no lenient parser can recover the
 genuine signature: values are garbage, signatures of the wrong length or of another key, or the
 signed content is changed. So the one right answer to each is a 4xx (never a 5xx, never applied),
@@ -11,10 +15,11 @@ body — built by :func:`header_cases`, :func:`wrong_length_cases` and :func:`bo
 
 from __future__ import annotations
 
-import base64
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+
+from receiver.signing import NON_ASCII_DIGITS, random_bytes, scheme_named
 
 __all__ = [
     "FuzzCase",
@@ -28,7 +33,7 @@ Signer = Callable[[bytes], dict[str, str]]
 """Signs a body with the run's secret and the event's id and timestamp: the genuine headers."""
 
 LONG = 5000
-ARABIC_DIGITS = "١٢٣".encode()  # Python's int() accepts them; the signed text does not match
+ARABIC_DIGITS = NON_ASCII_DIGITS  # Python's int() accepts them; the signed text does not match
 NOT_UTF8 = b'{"type":"hookproof.conformance.ping","data":{"note":"\xff\xfe\xc3\x28"}}'
 NOT_JSON = b"type=hookproof.conformance.ping&data=not+json"
 TRUNCATED = b'{"type": "hookproof.conformance.ping", "data": '
@@ -43,69 +48,20 @@ class FuzzCase:
     body: bytes
 
 
-def _b64(rng: random.Random, size: int) -> bytes:
-    return base64.b64encode(bytes(rng.getrandbits(8) for _ in range(size)))
-
-
-def _hex(rng: random.Random, size: int) -> bytes:
-    return bytes(rng.getrandbits(8) for _ in range(size)).hex().encode()
+JUNK: Mapping[str, tuple[bytes, ...]] = {
+    "id": (b"", b"\xc3\xa9\xe9", b"x" * LONG),
+    "timestamp": (b"", b"-1", b"1e9", b"12.5", b"0x10", b"9" * 40, b"abc", ARABIC_DIGITS),
+    "signature": (b"", b",", b"=", b'"quoted"', b"null", b"%00", b"\xc3\xa9\xe9", b"a" * LONG),
+}
+"""What every header of a role gets, whatever the scheme (before the scheme's own shapes)."""
 
 
 def _grammar(scheme: str, timestamp: int, rng: random.Random) -> dict[str, list[bytes]]:
-    """Per header of ``scheme``, the broken values of its grammar."""
-    ts = str(timestamp).encode()
-    garbage = [b"", b",", b"=", b'"quoted"', b"null", b"%00", b"\xc3\xa9\xe9", b"a" * LONG]
-    timestamps = [b"", b"-1", b"1e9", b"12.5", b"0x10", b"9" * 40, b"abc", ARABIC_DIGITS]
-    ids = [b"", b"\xc3\xa9\xe9", b"x" * LONG]
-    if scheme == "standard":
-        sig = _b64(rng, 32)
-        return {
-            "webhook-id": ids,
-            "webhook-timestamp": timestamps,
-            "webhook-signature": [
-                *garbage,
-                b"v1",
-                b"v1,",
-                b"v1,!!!",
-                b"v1,===",
-                b"v1 " + sig,
-                b"v1=" + sig,
-                b"v2," + sig,
-                b"v1," + _hex(rng, 32),
-                b"v1,\xc3\xa9" + sig,
-                b" ".join([b"v1," + _b64(rng, 32)] * 60),
-            ],
-        }
-    if scheme == "stripe":
-        digest = _hex(rng, 32)
-        return {
-            "stripe-signature": [
-                *garbage,
-                b"t=",
-                b"t=" + ts,
-                b"v1=" + digest,
-                b"t=" + ts + b",v1=",
-                b"t=" + ts + b",v1=zz",
-                b"t=abc,v1=" + digest,
-                b"t=1e9,v1=" + digest,
-                b"t=-1,v1=" + digest,
-                b"t=" + ARABIC_DIGITS + b",v1=" + digest,
-                b"t=" + ts + b";v1=" + digest,
-                b"t=" + ts + b",v1=" + base64.b64encode(bytes.fromhex(digest.decode())),
-                b"t=" + ts + b"," + b",".join([b"v1=" + _hex(rng, 32)] * 60),
-            ],
-        }
-    digest = _hex(rng, 32)
+    """Per header of ``scheme``, the broken values of its grammar: the junk of the header's role,
+    then the scheme's own broken shapes (:meth:`receiver.signing.Scheme.broken_headers`)."""
     return {
-        "x-github-delivery": ids,
-        "x-hub-signature-256": [
-            *garbage,
-            b"sha256=",
-            b"sha256=" + b"g" * 64,
-            b"sha1=" + _hex(rng, 20),
-            b"sha256:" + digest,
-            b"sha256=" + base64.b64encode(bytes.fromhex(digest.decode())),
-        ],
+        broken.name: [*JUNK[broken.role], *broken.values]
+        for broken in scheme_named(scheme).broken_headers(timestamp=timestamp, rng=rng)
     }
 
 
@@ -130,15 +86,11 @@ def wrong_length_cases(
     """Well-formed signature entries whose value is 16 or 48 bytes instead of 32: what makes
     ``crypto.timingSafeEqual`` throw and a length-unaware comparison crash."""
     genuine = {k: v.encode("latin-1") for k, v in headers.items()}
-    ts = str(timestamp).encode()
+    signing = scheme_named(scheme)
+    name = signing.signature_header
     cases = []
     for size in (16, 48):
-        if scheme == "standard":
-            name, value = "webhook-signature", b"v1," + _b64(rng, size)
-        elif scheme == "stripe":
-            name, value = "stripe-signature", b"t=" + ts + b",v1=" + _hex(rng, size)
-        else:
-            name, value = "x-hub-signature-256", b"sha256=" + _hex(rng, size)
+        value = signing.signature_with(random_bytes(rng, size), timestamp=timestamp).encode()
         cases.append(FuzzCase(f"{name}:{size}-bytes", {**genuine, name: value}, body))
     return cases
 

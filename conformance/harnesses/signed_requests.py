@@ -1,28 +1,29 @@
 """What the runner puts on the wire: signed requests, their deliberate mutations, and redaction.
 
-One :class:`WireScheme` per signing scheme adapts ``receiver.signing`` to what scenarios need:
-where each *role* (event id, timestamp, signature) lives, how to drop or break it, how to add a
-second signature (rotation) or one of an unknown version. :class:`WireRequest` is an immutable
+:class:`WireScheme` holds the run's scheme and secrets and adapts the scheme object
+(``receiver.signing``) to what scenarios need: the roles (event id, timestamp, signature) to drop
+or break, a second signature (rotation) or one of an unknown version, the valid signature among
+decoys; the scheme object knows how for its scheme, this module draws the seeded randomness and
+never branches on a scheme's name. :class:`WireRequest` is an immutable
 record of one request exactly as sent, which renders itself as a runnable ``curl`` command with
 the signatures redacted (unless asked otherwise).
 """
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import hmac
 import json
 import random
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.exceptions import UsageError
+from conformance.model import scheme_choices
 from conformance.shell import curl_command
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
-from receiver.signing import Secret, scheme_named
+from receiver.signing import Scheme, Secret, random_bytes, scheme_named
 
 __all__ = [
     "MUTATIONS",
@@ -154,41 +155,34 @@ class WireScheme:
                 raise UsageError(f"secret unusable for the {self.name} scheme: {error}") from None
 
     @property
-    def scheme(self) -> Any:
+    def scheme(self) -> Scheme:
+        """The scheme object (:mod:`receiver.schemes`) that owns everything about the scheme."""
         try:
             return scheme_named(self.name)
         except Exception:
-            raise UsageError(
-                f"unknown scheme {self.name!r}; choose standard, stripe or github"
-            ) from None
+            raise UsageError(f"unknown scheme {self.name!r}; choose {scheme_choices()}") from None
 
     @property
     def uses_timestamp(self) -> bool:
-        return bool(self.scheme.uses_timestamp)
+        return self.scheme.uses_timestamp
 
     @property
     def signature_header(self) -> str:
-        return str(self.scheme.signature_header)
+        return self.scheme.signature_header
 
     @property
     def id_in_body(self) -> bool:
-        return self.name == "stripe"
+        return self.scheme.id_in_body
 
     def sign(
         self, body: bytes, *, event_id: str, timestamp: int, secrets: Sequence[Secret] | None = None
     ) -> dict[str, str]:
         chosen = list(secrets) if secrets is not None else [self.secrets[0]]
-        signed: dict[str, str] = self.scheme.sign(
-            body, secrets=chosen, event_id=event_id, timestamp=timestamp
-        )
-        return signed
+        return self.scheme.sign(body, secrets=chosen, event_id=event_id, timestamp=timestamp)
 
     def signatures_of(self, headers: dict[str, str]) -> list[str]:
         """The secret-derived values in a signature header (to scrub from echoed bodies)."""
-        raw = headers.get(self.signature_header, "")
-        return [
-            m["value"] for m in _TOKEN.finditer(raw) if m["name"] != "t" and len(m["value"]) > 8
-        ]
+        return self.scheme.signature_values(headers)
 
     def extra_signature(
         self,
@@ -202,14 +196,13 @@ class WireScheme:
     ) -> dict[str, str]:
         """Prepend a signature the receiver must skip: ``rotation`` (another secret) or
         ``unknown-version`` (a version it does not know), keeping the valid one second."""
-        other = bytes(rng.getrandbits(8) for _ in range(32))
+        other = random_bytes(rng, 32)
         try:
-            decoyed: dict[str, str] = self.scheme.decoy(
+            return self.scheme.decoy(
                 headers, kind=kind, body=body, event_id=event_id, timestamp=timestamp, key=other
             )
         except ReceiverConfigurationError as error:
             raise UsageError(str(error)) from None
-        return decoyed
 
     def listed(
         self,
@@ -223,123 +216,82 @@ class WireScheme:
     ) -> dict[str, str]:
         """The valid signature ``first``, ``middle`` or ``last`` among two the receiver must skip:
         one of the current version signed with another key and one of an unknown version."""
-        other = bytes(rng.getrandbits(8) for _ in range(32))
-        signed = self.scheme.signed_content(body, event_id=event_id, timestamp=timestamp)
-        wrong = hmac.digest(other, signed, "sha256")
-        unknown = bytes(rng.getrandbits(8) for _ in range(32))
-        value = headers[self.signature_header]
-        if self.name == "standard":
-            decoys = [
-                f"v1,{base64.b64encode(wrong).decode()}",
-                f"v2,{base64.b64encode(unknown).decode()}",
-            ]
-            entries = _placed(value, decoys, position)
-            return {**headers, self.signature_header: " ".join(entries)}
-        if self.name == "stripe":
-            stamp, _, valid = value.partition(",")
-            entries = _placed(valid, [f"v1={wrong.hex()}", f"v0={unknown.hex()}"], position)
-            return {**headers, self.signature_header: ",".join([stamp, *entries])}
-        raise UsageError(f"the {self.name} scheme carries a single signature")
+        other = random_bytes(rng, 32)
+        unknown = random_bytes(rng, 32)
+        try:
+            return self.scheme.listed(
+                headers,
+                position=position,
+                body=body,
+                event_id=event_id,
+                timestamp=timestamp,
+                key=other,
+                unknown=unknown,
+            )
+        except ReceiverConfigurationError as error:
+            raise UsageError(str(error)) from None
 
     def drop(self, role: str, headers: dict[str, str], body: bytes) -> tuple[dict[str, str], bytes]:
         """Remove one role (``id``, ``timestamp``, ``signature``) from a signed request."""
-        table: dict[str, dict[str, Callable[[], tuple[dict[str, str], bytes]]]] = {
-            "standard": {
-                "id": lambda: (_without(headers, "webhook-id"), body),
-                "timestamp": lambda: (_without(headers, "webhook-timestamp"), body),
-                "signature": lambda: (_without(headers, "webhook-signature"), body),
-            },
-            "stripe": {
-                "id": lambda: self._stripe_without_id(headers, body),
-                "timestamp": lambda: (_stripe_without_t(headers), body),
-                "signature": lambda: (_without(headers, "stripe-signature"), body),
-            },
-            "github": {
-                "id": lambda: (_without(headers, "x-github-delivery"), body),
-                "signature": lambda: (_without(headers, "x-hub-signature-256"), body),
-            },
-        }
         try:
-            return table[self.name][role]()
-        except KeyError:
-            raise UsageError(f"the {self.name} scheme has no {role} to drop") from None
-
-    def _stripe_without_id(
-        self, headers: dict[str, str], body: bytes
-    ) -> tuple[dict[str, str], bytes]:
-        document = json.loads(body)
-        document.pop("id", None)
-        stripped = json.dumps(document, separators=(",", ":")).encode()
-        timestamp = int(headers["stripe-signature"].split(",")[0].removeprefix("t="))
-        return self.sign(stripped, event_id="", timestamp=timestamp), stripped
+            return self.scheme.drop(role, headers, body, secrets=[self.secrets[0]])
+        except ReceiverConfigurationError as error:
+            raise UsageError(str(error)) from None
 
     def roles(self) -> tuple[str, ...]:
-        return ("id", "signature") if self.name == "github" else ("id", "timestamp", "signature")
+        return self.scheme.roles
 
     def malformed(
         self, headers: dict[str, str], rng: random.Random, count: int
     ) -> list[dict[str, bytes]]:
         """``count`` seeded variants of ``headers`` with one header value broken."""
-        junk = [
-            b"",
-            b" ",
-            b",",
-            b"=",
-            b"v1",
-            b"v1,",
-            b"v1,!!!",
-            b"\xff\xfe",
-            b"t=",
-            b"sha256=",
-            b"-1",
-            b"1e9",
-            b"12.5",
-            b" 42",
-            b"0x10",
-            b"9" * 40,
-            b"a" * 5000,
-            b"v1,===",
-            b"t=abc,v1=zz",
-            b"sha256=" + b"g" * 64,
-            b"%00",
-            b'"quoted"',
-            b"null",
-        ]
         names = [name for name in headers]
+        unsigned = self.scheme.unsigned_headers
         cases: list[dict[str, bytes]] = []
         for index in range(count):
             name = names[index % len(names)]
-            if name in _UNSIGNED_HEADERS:  # not covered by the signature: only invalid ids
+            if name in unsigned:  # not covered by the signature: only invalid ids
                 value = rng.choice(_INVALID_IDS)
             else:
-                value = rng.choice(junk) if index % 3 else _random_printable(rng)
+                value = rng.choice(_JUNK) if index % 3 else _random_printable(rng)
             broken = {k: v.encode("latin-1") for k, v in headers.items()}
             broken[name] = value.strip(b" \t")  # HTTP forbids surrounding whitespace
             cases.append(broken)
         return cases
 
 
-def _placed(valid: str, decoys: list[str], position: str) -> list[str]:
-    index = {"first": 0, "middle": 1, "last": len(decoys)}[position]
-    return [*decoys[:index], valid, *decoys[index:]]
-
-
-_UNSIGNED_HEADERS = frozenset({"x-github-delivery"})
+_JUNK = (
+    b"",
+    b" ",
+    b",",
+    b"=",
+    b"v1",
+    b"v1,",
+    b"v1,!!!",
+    b"\xff\xfe",
+    b"t=",
+    b"sha256=",
+    b"-1",
+    b"1e9",
+    b"12.5",
+    b" 42",
+    b"0x10",
+    b"9" * 40,
+    b"a" * 5000,
+    b"v1,===",
+    b"t=abc,v1=zz",
+    b"sha256=" + b"g" * 64,
+    b"%00",
+    b'"quoted"',
+    b"null",
+)
+"""Junk for any header of any scheme: every scheme's shapes mixed, so each gets the others'."""
 _INVALID_IDS = (b"", b"two words", b"\xff\xfe", b"x" * 5000)
 
 
 def _random_printable(rng: random.Random) -> bytes:
     alphabet = bytes(range(0x20, 0x7F)) + bytes(range(0xA0, 0x100))
     return bytes(rng.choice(alphabet) for _ in range(rng.randint(1, 80)))
-
-
-def _without(headers: dict[str, str], name: str) -> dict[str, str]:
-    return {k: v for k, v in headers.items() if k != name}
-
-
-def _stripe_without_t(headers: dict[str, str]) -> dict[str, str]:
-    parts = [p for p in headers["stripe-signature"].split(",") if not p.startswith("t=")]
-    return {**headers, "stripe-signature": ",".join(parts)}
 
 
 def tamper(body: bytes) -> bytes:

@@ -39,8 +39,6 @@ if TYPE_CHECKING:
 __all__ = ["EventOnWire", "RateLimiter", "WireOptions", "WireRun"]
 
 BODY_LIMIT = 64 * 1024
-GARBLED = {"standard": "v1,!!!", "stripe": "t=abc,v1=zz", "github": "sha256=zz"}
-"""A signature header no parser can read, per scheme (the ``garbled`` mutation)."""
 
 
 @dataclass(frozen=True)
@@ -195,7 +193,7 @@ class WireRun:
         elif mutation == "tampered-body":
             body = tamper(body)
         elif mutation == "garbled":
-            headers = {**headers, scheme.signature_header: GARBLED[scheme.name]}
+            headers = {**headers, scheme.signature_header: scheme.scheme.garbled_signature}
         elif mutation.startswith("missing:"):
             headers, body = scheme.drop(mutation.removeprefix("missing:"), headers, body)
         elif mutation not in ("none", "wrong-secret", "garbled") and not mutation.startswith(

@@ -7,13 +7,12 @@ and check-sender judges it against the same file, every scenario at once.
 
 from __future__ import annotations
 
-import base64
-import os
 import shlex
 import sys
 from pathlib import Path
 
 from conformance.sender_check.runner import SenderCheckSettings
+from receiver.signing import scheme_named
 
 __all__ = ["DEMO_POLICY", "demo_sender_settings", "send_trigger"]
 
@@ -43,7 +42,7 @@ def demo_sender_settings(
     policy = workdir / "sender-policy.toml"
     policy.write_text(DEMO_POLICY, encoding="utf-8")
     return SenderCheckSettings(
-        secrets=("whsec_" + base64.b64encode(os.urandom(24)).decode(),),
+        secrets=(scheme_named(SenderCheckSettings.scheme).mint_secret().value,),
         trigger=send_trigger(policy, workdir),
         policy=str(policy),
         slack=0.75,

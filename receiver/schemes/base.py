@@ -3,9 +3,12 @@ and :class:`Scheme`, the one interface each scheme object implements.
 
 A scheme object owns everything about its scheme: the signed content and the headers that carry
 it, signing and verifying, where the event id lives, its secrets (minting, parsing,
-fingerprints), decoy signatures for tests, and the redaction of its secrets and signatures from
-text. :class:`SchemeBase` gives the parts most schemes share; each scheme's module overrides what
-differs (``standard.py``, ``stripe.py``, ``github.py``); ``registry.py`` names them.
+fingerprints), decoy signatures for tests, the redaction of its secrets and signatures from
+text, and what a conformance runner needs to break a delivery on purpose (its roles, dropping
+one, the valid signature among decoys, the broken shapes of its header grammar, a garbled
+signature), so no caller branches on a scheme's name. :class:`SchemeBase` gives the parts most
+schemes share; each scheme's module overrides what differs (``standard.py``, ``stripe.py``,
+``github.py``); ``registry.py`` names them.
 
 Every failure is a :class:`~receiver.exceptions.VerificationError` (or a
 :class:`~receiver.exceptions.ConfigurationError` for an unusable secret); no ``ValueError``,
@@ -21,6 +24,7 @@ import hmac
 import json
 import math
 import os
+import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -39,6 +43,8 @@ from receiver.exceptions import (
 __all__ = [
     "DEFAULT_TOLERANCE_S",
     "MAX_EVENT_ID_LENGTH",
+    "ROLES",
+    "BrokenHeader",
     "Scheme",
     "SchemeBase",
     "Secret",
@@ -132,6 +138,43 @@ def standard_key(value: str) -> bytes:
     if not key:
         raise ConfigurationError("a Standard Webhooks secret must not be empty")
     return key
+
+
+def random_bytes(rng: random.Random, size: int) -> bytes:
+    """``size`` bytes drawn from ``rng`` (one ``getrandbits(8)`` each, so seeded runs repeat)."""
+    return bytes(rng.getrandbits(8) for _ in range(size))
+
+
+def without(headers: Mapping[str, str], name: str) -> dict[str, str]:
+    """``headers`` without ``name``."""
+    return {k: v for k, v in headers.items() if k != name}
+
+
+def placed(valid: str, decoys: Sequence[str], position: str) -> list[str]:
+    """``valid`` put ``first``, ``middle`` (after the first decoy) or ``last`` among ``decoys``."""
+    index = {"first": 0, "middle": 1, "last": len(decoys)}[position]
+    return [*decoys[:index], valid, *decoys[index:]]
+
+
+NON_ASCII_DIGITS = "١٢٣".encode()
+"""Digits Python's ``int()`` accepts but no signed text matches (fuzzing timestamps)."""
+
+ROLES: tuple[str, ...] = ("id", "timestamp", "signature")
+"""What a signed delivery carries, by role: the event id, the signed timestamp, the signature."""
+
+_SIGNATURE_TOKEN = re.compile(r"(?P<name>[A-Za-z0-9_-]+)[,=](?P<value>[^\s,]+)")
+
+
+@dataclass(frozen=True)
+class BrokenHeader:
+    """The ways one of a scheme's headers is broken by its own grammar (for fuzzing).
+
+    ``role`` is what the header carries (one of :data:`ROLES`), so a fuzz driver can add the
+    junk every header of that role gets; ``values`` are the scheme's own broken shapes."""
+
+    name: str
+    role: str
+    values: tuple[bytes, ...] = ()
 
 
 def fingerprint(secrets: Sequence[Secret]) -> str:
@@ -326,6 +369,84 @@ class Scheme(Protocol):
         """``text`` with anything shaped like this scheme's signatures or secrets replaced."""
         ...
 
+    # What tests and the conformance runner need to build deliveries a receiver must refuse or
+    # skip; the scheme's knowledge, so the runner never branches on a scheme's name.
+
+    @property
+    def id_in_body(self) -> bool:
+        """Whether the event id lives in the body (else in a header)."""
+        ...
+
+    @property
+    def several_signatures(self) -> bool:
+        """Whether a delivery may carry several signatures (rotation, unknown versions)."""
+        ...
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        """The roles of :data:`ROLES` a delivery of this scheme carries, in that order."""
+        ...
+
+    @property
+    def unsigned_headers(self) -> frozenset[str]:
+        """Headers the signature does not cover (breaking them leaves the signature valid)."""
+        ...
+
+    @property
+    def garbled_signature(self) -> str:
+        """A signature header value no parser can read."""
+        ...
+
+    def timestamp_of(self, headers: Mapping[str, str]) -> int | None:
+        """The signed timestamp a delivery carries, read leniently: ``None`` when absent or not
+        integer seconds (or when the scheme signs none)."""
+        ...
+
+    def signature_values(self, headers: Mapping[str, str]) -> list[str]:
+        """The secret-derived values in the signature header (to scrub from echoed text)."""
+        ...
+
+    def signature_with(self, digest: bytes, *, timestamp: int) -> str:
+        """A well-formed signature header value carrying ``digest`` as its one signature of the
+        current version (whatever its length: for wrong-length cases)."""
+        ...
+
+    def listed(
+        self,
+        headers: Mapping[str, str],
+        *,
+        position: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+        unknown: bytes,
+    ) -> dict[str, str]:
+        """``headers`` with the valid signature ``first``, ``middle`` or ``last`` among two the
+        receiver must skip: one of the current version signed with ``key`` (another secret's)
+        and ``unknown`` as the digest of a version it does not know.
+        :class:`ConfigurationError` for a scheme carrying one signature only."""
+        ...
+
+    def drop(
+        self, role: str, headers: Mapping[str, str], body: bytes, *, secrets: Sequence[Secret]
+    ) -> tuple[dict[str, str], bytes]:
+        """The delivery without ``role`` (``id``, ``timestamp``, ``signature``), signed again
+        with ``secrets`` when removing the role changes the signed content (Stripe's id lives in
+        the body). :class:`ConfigurationError` when the scheme has no such role."""
+        ...
+
+    def broken_headers(self, *, timestamp: int, rng: random.Random) -> tuple[BrokenHeader, ...]:
+        """Each of the scheme's headers with the broken shapes of its grammar, in a fixed order
+        (random parts drawn from ``rng``, so a seed repeats them); a fuzz driver adds the junk
+        common to each role."""
+        ...
+
+    def secret_warning(self, value: str) -> str | None:
+        """Why ``value`` looks like a secret meant for another scheme (the end of a sentence
+        that starts with the secret's name), or ``None`` when it looks like this scheme's."""
+        ...
+
 
 class SchemeBase:
     """The parts of :class:`Scheme` most schemes share; a scheme sets the class attributes and
@@ -335,6 +456,15 @@ class SchemeBase:
     uses_timestamp: ClassVar[bool]
     signature_header: ClassVar[str]
     id_header: ClassVar[str | None] = None
+    """The header that carries the event id (``None``: it lives elsewhere)."""
+    timestamp_header: ClassVar[str | None] = None
+    """The header that carries the signed timestamp on its own (``None``: none or elsewhere)."""
+    id_in_body: ClassVar[bool] = False
+    several_signatures: ClassVar[bool] = False
+    unsigned_headers: ClassVar[frozenset[str]] = frozenset()
+    clear_fields: ClassVar[frozenset[str]] = frozenset()
+    """Fields of the signature header not derived from the secret (Stripe's ``t``)."""
+    garbled_signature: ClassVar[str]
     secret_prefix: ClassVar[str] = ""
     """What a minted secret starts with."""
     redaction_pattern: ClassVar[re.Pattern[str]]
@@ -378,3 +508,47 @@ class SchemeBase:
 
     def redact(self, text: str, replacement: str = "***") -> str:
         return self.redaction_pattern.sub(replacement, text)
+
+    @property
+    def roles(self) -> tuple[str, ...]:
+        return tuple(role for role in ROLES if role != "timestamp" or self.uses_timestamp)
+
+    def timestamp_of(self, headers: Mapping[str, str]) -> int | None:
+        raw = headers.get(self.timestamp_header) if self.timestamp_header else None
+        return int(raw) if raw and raw.isascii() and raw.isdigit() else None
+
+    def signature_values(self, headers: Mapping[str, str]) -> list[str]:
+        raw = headers.get(self.signature_header, "")
+        return [
+            found["value"]
+            for found in _SIGNATURE_TOKEN.finditer(raw)
+            if found["name"] not in self.clear_fields and len(found["value"]) > 8
+        ]
+
+    def listed(
+        self,
+        headers: Mapping[str, str],
+        *,
+        position: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+        unknown: bytes,
+    ) -> dict[str, str]:
+        raise ConfigurationError(f"the {self.name} scheme carries a single signature")
+
+    def drop(
+        self, role: str, headers: Mapping[str, str], body: bytes, *, secrets: Sequence[Secret]
+    ) -> tuple[dict[str, str], bytes]:
+        where = {
+            "id": self.id_header,
+            "timestamp": self.timestamp_header,
+            "signature": self.signature_header,
+        }.get(role)
+        if where is None:
+            raise ConfigurationError(f"the {self.name} scheme has no {role} to drop")
+        return without(headers, where), body
+
+    def secret_warning(self, value: str) -> str | None:
+        return None

@@ -6,6 +6,8 @@ is the secret string's own bytes; a delivery carries one signature only.
 
 from __future__ import annotations
 
+import base64
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -13,6 +15,7 @@ from typing import ClassVar
 
 from receiver.exceptions import MalformedHeader
 from receiver.schemes.base import (
+    BrokenHeader,
     SchemeBase,
     Secret,
     VerifiedMessage,
@@ -21,6 +24,7 @@ from receiver.schemes.base import (
     hex_candidates,
     hmac_digest,
     match,
+    random_bytes,
     verified,
 )
 
@@ -35,6 +39,8 @@ class GitHubStyle(SchemeBase):
     uses_timestamp: ClassVar[bool] = False
     signature_header: ClassVar[str] = "x-hub-signature-256"
     id_header: ClassVar[str | None] = "x-github-delivery"
+    unsigned_headers: ClassVar[frozenset[str]] = frozenset({"x-github-delivery"})
+    garbled_signature: ClassVar[str] = "sha256=zz"
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(r"sha256=[0-9a-fA-F]{64}")
 
     def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
@@ -65,3 +71,23 @@ class GitHubStyle(SchemeBase):
             raise MalformedHeader("the 'x-hub-signature-256' header must be 'sha256=<64 hex>'")
         index = match(keys, b"", body, candidates)
         return verified(event_id, body, self.name, None, index)
+
+    def signature_with(self, digest: bytes, *, timestamp: int) -> str:
+        return f"sha256={digest.hex()}"
+
+    def broken_headers(self, *, timestamp: int, rng: random.Random) -> tuple[BrokenHeader, ...]:
+        digest = random_bytes(rng, 32).hex().encode()
+        return (
+            BrokenHeader("x-github-delivery", "id"),
+            BrokenHeader(
+                self.signature_header,
+                "signature",
+                (
+                    b"sha256=",
+                    b"sha256=" + b"g" * 64,
+                    b"sha1=" + random_bytes(rng, 20).hex().encode(),
+                    b"sha256:" + digest,
+                    b"sha256=" + base64.b64encode(bytes.fromhex(digest.decode())),
+                ),
+            ),
+        )

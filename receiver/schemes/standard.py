@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from receiver.schemes.base import (
     MAX_SIGNATURE_HEADER,
     MAX_TIMESTAMP_DIGITS,
     SECRET_BYTES,
+    BrokenHeader,
     SchemeBase,
     Secret,
     VerifiedMessage,
@@ -32,8 +34,10 @@ from receiver.schemes.base import (
     hmac_digest,
     new_object,
     parse_timestamp,
+    placed,
     prepare,
     prepared,
+    random_bytes,
     standard_key,
 )
 
@@ -139,6 +143,8 @@ class StandardWebhooks(SchemeBase):
     id_header: ClassVar[str | None] = _ID_HEADER
     timestamp_header: ClassVar[str] = "webhook-timestamp"
     signature_header: ClassVar[str] = "webhook-signature"
+    several_signatures: ClassVar[bool] = True
+    garbled_signature: ClassVar[str] = "v1,!!!"
     secret_prefix: ClassVar[str] = "whsec_"
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
         r"whsec_[A-Za-z0-9+/=]+|v1,[A-Za-z0-9+/=]{20,}"
@@ -195,3 +201,60 @@ class StandardWebhooks(SchemeBase):
         bogus = base64.b64encode(hmac_digest(key, signed, "sha256")).decode()
         valid = headers[self.signature_header]
         return {**headers, self.signature_header: f"{version},{bogus} {valid}"}
+
+    def signature_with(self, digest: bytes, *, timestamp: int) -> str:
+        return "v1," + base64.b64encode(digest).decode()
+
+    def listed(
+        self,
+        headers: Mapping[str, str],
+        *,
+        position: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+        unknown: bytes,
+    ) -> dict[str, str]:
+        signed = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        wrong = hmac_digest(key, signed, "sha256")
+        decoys = [self.signature_with(wrong, timestamp=timestamp), f"v2,{_b64(unknown)}"]
+        entries = placed(headers[self.signature_header], decoys, position)
+        return {**headers, self.signature_header: " ".join(entries)}
+
+    def broken_headers(self, *, timestamp: int, rng: random.Random) -> tuple[BrokenHeader, ...]:
+        sig = _b64(random_bytes(rng, 32)).encode()
+        return (
+            BrokenHeader(_ID_HEADER, "id"),
+            BrokenHeader("webhook-timestamp", "timestamp"),
+            BrokenHeader(
+                self.signature_header,
+                "signature",
+                (
+                    b"v1",
+                    b"v1,",
+                    b"v1,!!!",
+                    b"v1,===",
+                    b"v1 " + sig,
+                    b"v1=" + sig,
+                    b"v2," + sig,
+                    b"v1," + random_bytes(rng, 32).hex().encode(),
+                    b"v1,\xc3\xa9" + sig,
+                    b" ".join([b"v1," + _b64(random_bytes(rng, 32)).encode()] * 60),
+                ),
+            ),
+        )
+
+    def secret_warning(self, value: str) -> str | None:
+        if value.startswith(self.secret_prefix):
+            return None
+        return (
+            "does not start with 'whsec_': under the standard scheme the key is the base64 after "
+            "'whsec_', so a receiver keyed with the string itself will refuse every signed "
+            "delivery (pass the whsec_ secret, or --scheme stripe or github if the platform "
+            "signs with the raw string)"
+        )
+
+
+def _b64(raw: bytes) -> str:
+    return base64.b64encode(raw).decode()

@@ -6,15 +6,19 @@ event id is the body's top-level ``"id"``.
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from receiver.exceptions import InvalidPayload, MalformedHeader
+from receiver.exceptions import ConfigurationError, InvalidPayload, MalformedHeader
 from receiver.schemes.base import (
     MAX_SIGNATURE_HEADER,
+    NON_ASCII_DIGITS,
+    BrokenHeader,
     SchemeBase,
     Secret,
     VerifiedMessage,
@@ -26,6 +30,8 @@ from receiver.schemes.base import (
     match,
     parse_json,
     parse_timestamp,
+    placed,
+    random_bytes,
     verified,
 )
 
@@ -50,6 +56,10 @@ class StripeStyle(SchemeBase):
     name: ClassVar[str] = "stripe"
     uses_timestamp: ClassVar[bool] = True
     signature_header: ClassVar[str] = "stripe-signature"
+    id_in_body: ClassVar[bool] = True
+    several_signatures: ClassVar[bool] = True
+    clear_fields: ClassVar[frozenset[str]] = frozenset({"t"})
+    garbled_signature: ClassVar[str] = "t=abc,v1=zz"
     secret_prefix: ClassVar[str] = "whsec_"
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
         r"whsec_[A-Za-z0-9+/=]+|v[01]=[0-9a-fA-F]{64}"
@@ -114,3 +124,75 @@ class StripeStyle(SchemeBase):
         bogus = hmac_digest(key, signed, "sha256").hex()
         ts, _, rest = headers[self.signature_header].partition(",")
         return {**headers, self.signature_header: f"{ts},{version}={bogus},{rest}"}
+
+    def timestamp_of(self, headers: Mapping[str, str]) -> int | None:
+        """The ``t=`` of the signature header (the first one), ``None`` without one."""
+        for item in headers.get(self.signature_header, "").split(","):
+            name, eq, value = item.partition("=")
+            if eq and name == "t":
+                return int(value) if value.isascii() and value.isdigit() else None
+        return None
+
+    def signature_with(self, digest: bytes, *, timestamp: int) -> str:
+        return f"t={timestamp},v1={digest.hex()}"
+
+    def listed(
+        self,
+        headers: Mapping[str, str],
+        *,
+        position: str,
+        body: bytes,
+        event_id: str,
+        timestamp: int,
+        key: bytes,
+        unknown: bytes,
+    ) -> dict[str, str]:
+        signed = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        wrong = hmac_digest(key, signed, "sha256")
+        stamp, _, valid = headers[self.signature_header].partition(",")
+        entries = placed(valid, [f"v1={wrong.hex()}", f"v0={unknown.hex()}"], position)
+        return {**headers, self.signature_header: ",".join([stamp, *entries])}
+
+    def drop(
+        self, role: str, headers: Mapping[str, str], body: bytes, *, secrets: Sequence[Secret]
+    ) -> tuple[dict[str, str], bytes]:
+        """The id leaves the body (signed again with ``secrets``), the timestamp the ``t=``."""
+        if role == "id":
+            timestamp = self.timestamp_of(headers)
+            if timestamp is None:
+                raise ConfigurationError("the delivery has no timestamp to sign again with")
+            document = json.loads(body)
+            document.pop("id", None)
+            stripped = json.dumps(document, separators=(",", ":")).encode()
+            return self.sign(stripped, secrets=secrets, event_id="", timestamp=timestamp), stripped
+        if role == "timestamp":
+            parts = [p for p in headers[self.signature_header].split(",") if not p.startswith("t=")]
+            return {**headers, self.signature_header: ",".join(parts)}, body
+        return super().drop(role, headers, body, secrets=secrets)
+
+    def broken_headers(self, *, timestamp: int, rng: random.Random) -> tuple[BrokenHeader, ...]:
+        ts = str(timestamp).encode()
+        digest = random_bytes(rng, 32).hex().encode()
+        return (
+            BrokenHeader(
+                self.signature_header,
+                "signature",
+                (
+                    b"t=",
+                    b"t=" + ts,
+                    b"v1=" + digest,
+                    b"t=" + ts + b",v1=",
+                    b"t=" + ts + b",v1=zz",
+                    b"t=abc,v1=" + digest,
+                    b"t=1e9,v1=" + digest,
+                    b"t=-1,v1=" + digest,
+                    b"t=" + NON_ASCII_DIGITS + b",v1=" + digest,
+                    b"t=" + ts + b";v1=" + digest,
+                    b"t=" + ts + b",v1=" + base64.b64encode(bytes.fromhex(digest.decode())),
+                    b"t="
+                    + ts
+                    + b","
+                    + b",".join([b"v1=" + random_bytes(rng, 32).hex().encode()] * 60),
+                ),
+            ),
+        )

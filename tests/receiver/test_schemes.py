@@ -1,16 +1,26 @@
 """Each scheme object owns everything about its scheme: the signed content, where the event id
-lives, minting and parsing secrets, fingerprints, decoy signatures and redaction."""
+lives, minting and parsing secrets, fingerprints, decoy signatures, redaction, and what the
+conformance runner builds from it (roles, listed decoys, dropped roles, fuzz grammar)."""
 
 from __future__ import annotations
 
+import hmac
 import json
 import random
 import re
 
 import pytest
 
-from receiver.exceptions import ConfigurationError
-from receiver.signing import SCHEMES, Verifier, event_id_of, redact_signatures, scheme_named
+from receiver.exceptions import ConfigurationError, InvalidPayload, VerificationError
+from receiver.signing import (
+    SCHEMES,
+    Scheme,
+    Secret,
+    Verifier,
+    event_id_of,
+    redact_signatures,
+    scheme_named,
+)
 
 NOW = 1_700_000_000
 BODY = json.dumps({"id": "evt_in_body", "type": "ping"}).encode()
@@ -96,3 +106,141 @@ def test_the_signed_content_is_what_each_scheme_signs() -> None:
     assert scheme_named("standard").signed_content(b"{}", event_id="e", timestamp=5) == b"e.5.{}"
     assert scheme_named("stripe").signed_content(b"{}", event_id="e", timestamp=5) == b"5.{}"
     assert scheme_named("github").signed_content(b"{}", event_id="e", timestamp=5) == b"{}"
+
+
+# -- what the conformance runner asks of a scheme (it never branches on the scheme's name) ------
+
+
+def _signed(name: str) -> tuple[Scheme, Secret, dict[str, str]]:
+    scheme = scheme_named(name)
+    secret = scheme.mint_secret(b"test-secret-material")
+    return scheme, secret, scheme.sign(BODY, secrets=[secret], event_id="evt_header", timestamp=NOW)
+
+
+def test_each_scheme_says_where_its_roles_live() -> None:
+    assert scheme_named("standard").roles == ("id", "timestamp", "signature")
+    assert scheme_named("stripe").roles == ("id", "timestamp", "signature")
+    assert scheme_named("github").roles == ("id", "signature")
+    assert [s.id_in_body for s in SCHEMES.values()] == [False, True, False]
+    assert {n for n, s in SCHEMES.items() if s.several_signatures} == {"standard", "stripe"}
+    assert scheme_named("github").unsigned_headers == frozenset({"x-github-delivery"})
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_the_timestamp_is_read_where_the_scheme_carries_it(name: str) -> None:
+    scheme, _, headers = _signed(name)
+    assert scheme.timestamp_of(headers) == (NOW if scheme.uses_timestamp else None)
+    assert scheme.timestamp_of({}) is None
+    assert scheme.timestamp_of({k: "t=abc,x" for k in headers}) is None
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_a_garbled_signature_is_malformed_for_its_scheme(name: str) -> None:
+    scheme, secret, headers = _signed(name)
+    garbled = {**headers, scheme.signature_header: scheme.garbled_signature}
+    with pytest.raises(VerificationError):
+        Verifier([secret], scheme=scheme).verify(BODY, garbled, now=NOW)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_signature_values_are_the_secret_derived_ones(name: str) -> None:
+    scheme, _secret, headers = _signed(name)
+    values = scheme.signature_values(headers)
+    assert len(values) == 1
+    assert values[0] in headers[scheme.signature_header]
+    assert str(NOW) not in values
+    assert scheme.signature_values({}) == []
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_a_signature_of_any_length_is_written_in_the_scheme_grammar(name: str) -> None:
+    scheme, secret, headers = _signed(name)
+    digest = hmac.digest(
+        scheme.key(secret),
+        scheme.signed_content(BODY, event_id="evt_header", timestamp=NOW),
+        "sha256",
+    )
+    value = scheme.signature_with(digest, timestamp=NOW)
+    assert value == headers[scheme.signature_header]
+    short = scheme.signature_with(b"\x01" * 16, timestamp=NOW)
+    assert short != value
+    assert short.startswith(value[:3])
+
+
+@pytest.mark.parametrize("name", ["standard", "stripe"])
+@pytest.mark.parametrize("position", ["first", "middle", "last"])
+def test_the_valid_signature_is_listed_among_two_decoys(name: str, position: str) -> None:
+    scheme, secret, headers = _signed(name)
+    listed = scheme.listed(
+        headers,
+        position=position,
+        body=BODY,
+        event_id="evt_header",
+        timestamp=NOW,
+        key=b"\x02" * 32,
+        unknown=b"\x03" * 32,
+    )
+    (valid,) = scheme.signature_values(headers)
+    values = scheme.signature_values(listed)
+    assert len(values) == 3
+    assert values.index(valid) == {"first": 0, "middle": 1, "last": 2}[position]
+    assert Verifier([secret], scheme=scheme).verify(BODY, listed, now=NOW).secret_index == 0
+
+
+def test_github_lists_no_decoys() -> None:
+    scheme, _, headers = _signed("github")
+    with pytest.raises(ConfigurationError, match="single signature"):
+        scheme.listed(
+            headers,
+            position="first",
+            body=BODY,
+            event_id="e",
+            timestamp=NOW,
+            key=b"k",
+            unknown=b"u",
+        )
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_dropping_a_role_leaves_a_delivery_the_verifier_refuses(name: str) -> None:
+    scheme, secret, headers = _signed(name)
+    verifier = Verifier([secret], scheme=scheme)
+    for role in scheme.roles:
+        dropped, body = scheme.drop(role, headers, BODY, secrets=[secret])
+        assert (dropped, body) != (headers, BODY)
+        with pytest.raises(VerificationError):
+            verifier.verify(body, dropped, now=NOW)
+    if "timestamp" not in scheme.roles:
+        with pytest.raises(ConfigurationError, match="no timestamp to drop"):
+            scheme.drop("timestamp", headers, BODY, secrets=[secret])
+
+
+def test_stripe_drops_the_id_from_the_body_and_signs_again() -> None:
+    scheme, secret, headers = _signed("stripe")
+    dropped, body = scheme.drop("id", headers, BODY, secrets=[secret])
+    assert "id" not in json.loads(body)
+    assert scheme.timestamp_of(dropped) == NOW
+    with pytest.raises(InvalidPayload):  # the signature is right, the id is gone
+        Verifier([secret], scheme=scheme).verify(body, dropped, now=NOW)
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_the_broken_headers_are_the_scheme_headers_and_seeded(name: str) -> None:
+    scheme, _, headers = _signed(name)
+    first = scheme.broken_headers(timestamp=NOW, rng=random.Random(5))
+    assert first == scheme.broken_headers(timestamp=NOW, rng=random.Random(5))
+    assert {b.name for b in first} == set(headers)
+    assert {b.role for b in first} <= set(scheme.roles)
+    signature = next(b for b in first if b.role == "signature")
+    assert signature.name == scheme.signature_header
+    assert signature.values
+
+
+def test_only_a_secret_foreign_to_the_scheme_is_warned_about() -> None:
+    standard = scheme_named("standard")
+    assert standard.secret_warning(standard.mint_secret().value) is None
+    warning = standard.secret_warning("plain-string")
+    assert warning is not None
+    assert warning.startswith("does not start with 'whsec_'")
+    for name in ("stripe", "github"):
+        assert scheme_named(name).secret_warning("plain-string") is None
