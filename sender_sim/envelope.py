@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+from receiver.signing import scheme_named
 from sender_sim.records import rfc3339
 
 __all__ = [
@@ -77,6 +78,6 @@ def envelope_problem(
         return "the body is not JSON"
     if not isinstance(document, dict):
         return "the body must be a JSON object"
-    if scheme == "stripe" and document.get("id") != event_id:
-        return "a Stripe-style body must carry the event id as its top-level 'id'"
+    if scheme_named(scheme).id_in_body and document.get("id") != event_id:
+        return f"a {scheme}-style body must carry the event id as its top-level 'id'"
     return None

@@ -504,7 +504,7 @@ class Simulator:
                 )
                 plans.append((eid, status, (), 0))
                 continue
-            stripe = any(t.scheme == "stripe" for t in targets)
+            id_in_body = any(scheme_named(t.scheme).id_in_body for t in targets)
             publications.extend(
                 Publication(
                     endpoint_id=t.endpoint_id,
@@ -515,7 +515,7 @@ class Simulator:
                     event_id=eid,
                     occurred_at=occurred,
                     body=spec.body,
-                    body_has_id=stripe,
+                    body_has_id=id_in_body,
                 )
                 for t in targets
             )
@@ -549,7 +549,7 @@ class Simulator:
                 event_type=p.event_type,
                 occurred_at=occurred,
                 data=p.data or {},
-                event_id=eid if scheme == "stripe" or p.body_has_id else None,
+                event_id=eid if scheme_named(scheme).id_in_body or p.body_has_id else None,
             )
         event = Event(
             eid,
