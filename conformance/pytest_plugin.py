@@ -57,7 +57,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SECRET",
         help="Signing secret (repeatable).",
     )
-    group.addoption("--hookproof-scheme", default=None, choices=["standard", "stripe", "github"])
+    group.addoption(
+        "--hookproof-scheme",
+        default=None,
+        metavar="SCHEME",
+        # checked against the scheme registry when the plugin is opted in (importing it here
+        # would load hookproof in every pytest run): an unknown name is one usage error
+        help="The signing scheme: standard (default), stripe or github.",
+    )
     group.addoption(
         "--hookproof-probe",
         default=None,
