@@ -34,13 +34,14 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
-from receiver.clock import ClockInput, datetime_source
+from receiver.clock import ClockInput, SystemClock, datetime_source
 from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
 from receiver.inbox.contract import (
     DEFAULT_LEASE,
@@ -84,6 +85,19 @@ def _to_us(moment: datetime) -> int:
     if moment.tzinfo is None:
         raise InboxError("the inbox clock must return timezone-aware datetimes")
     return (moment - _EPOCH) // _MICROSECOND
+
+
+def _system_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _microsecond_source(clock: ClockInput) -> Callable[[], int]:
+    """The clock as whole Unix microseconds: ``time.time_ns`` for the system clock (no
+    ``datetime`` built and taken apart per operation), else the clock's datetime converted."""
+    if clock is utc_now or isinstance(clock, SystemClock):
+        return _system_us
+    now = datetime_source(clock)
+    return lambda: _to_us(now())
 
 
 def _at(value: int) -> datetime:
@@ -183,7 +197,8 @@ class SqliteInbox(Inbox):
                 "(use MemoryInbox or open_inbox(':memory:') for a throwaway inbox)"
             )
         self.lease = lease
-        self._clock = datetime_source(clock)
+        self._now_us = _microsecond_source(clock)
+        self._lease_us = lease // _MICROSECOND
         self._write, self._read = self._open(self.path)
         self._file = FileWatch(self.path)  # health: the file at the path is still the open one
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
@@ -232,8 +247,8 @@ class SqliteInbox(Inbox):
     # -- the contract -------------------------------------------------------------------------
 
     async def claim(self, event_id: str) -> Claim:
-        now = _to_us(self._clock())
-        lease = self.lease // _MICROSECOND
+        now = self._now_us()
+        lease = self._lease_us
 
         def run(conn: sqlite3.Connection) -> Claim:
             if conn.execute(_INSERT_NEW, (event_id, now + lease, now)).rowcount == 1:
@@ -270,7 +285,7 @@ class SqliteInbox(Inbox):
         work: Sequence[TransactionalWork] = (),
     ) -> bool:
         works = tuple(work)
-        committed_at = _to_us(self._clock())
+        committed_at = self._now_us()
 
         def run(conn: sqlite3.Connection) -> bool:
             # Compare-and-set first: a stale token changes nothing and runs no work. If a work
