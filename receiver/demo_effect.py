@@ -44,6 +44,7 @@ _CREATE = (
 _INDEX = f"CREATE INDEX IF NOT EXISTS {TABLE}_event_id ON {TABLE} (event_id)"
 _INSERT_SQLITE = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (?, ?, ?)"
 _COUNT_SQLITE = f"SELECT count(*) FROM {TABLE} WHERE event_id = ?"
+_COLUMNS = ("event_id", "renewal_id", "event_type")
 _INSERT_PG = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (%s, %s, %s)"
 _COUNT_PG = f"SELECT count(*) FROM {TABLE} WHERE event_id = %s"
 
@@ -157,10 +158,10 @@ class PostgresReminders:
             await conn.execute(_INDEX)
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
-        async def record(conn: Any) -> None:
-            await conn.execute(_INSERT_PG, (event_id, renewal_id, event_type))
+        """The row as data: the inbox folds it into its one commit statement (one round trip)."""
+        from receiver.inbox.postgres import PostgresInsert
 
-        return record
+        return PostgresInsert(TABLE, _COLUMNS, (event_id, renewal_id, event_type))
 
     async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
         await self._run(_INSERT_PG, (event_id, renewal_id, event_type))

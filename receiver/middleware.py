@@ -207,15 +207,16 @@ class HookproofMiddleware:
         self.failures = FailureCounts()
         self._deadlines = BodyDeadlines(body_timeout)
         self._fixed_inbox = inbox if isinstance(inbox, Inbox) else None
+        self._inbox_getter: Callable[[], Inbox] | None = None if isinstance(inbox, Inbox) else inbox
         self._allow = {"allow": ", ".join(sorted(self.methods))}
 
     def inbox(self) -> Inbox:
         """The inbox to use now (raises :class:`InboxUnavailable` when there is none)."""
         if self._fixed_inbox is not None:
             return self._fixed_inbox
-        source: Any = self._inbox_source
+        assert self._inbox_getter is not None
         try:
-            return source()
+            return self._inbox_getter()
         except InboxUnavailable:
             raise
         except Exception as error:

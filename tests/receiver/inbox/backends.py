@@ -141,7 +141,7 @@ memory_backend = Backend("memory", _open_memory)
 sqlite_backend = Backend("sqlite", _open_sqlite)
 
 
-def postgres_backend() -> Backend | None:
+def postgres_backend(*, rows: bool = False) -> Backend | None:
     """The PostgreSQL backend, or ``None`` where no server is configured or the module is absent.
 
     HOOK for the PostgreSQL inbox: ``tests/receiver/inbox/postgres_backend.py`` (its owner writes
@@ -159,16 +159,18 @@ def postgres_backend() -> Backend | None:
     open_postgres = module.open_postgres
 
     async def open_backend(clock: Clock, lease: timedelta) -> OpenedBackend:
-        opened: OpenedBackend = await open_postgres(dsn, clock, lease)
+        opened: OpenedBackend = await open_postgres(dsn, clock, lease, rows=rows)
         return opened
 
-    return Backend("postgres", open_backend)
+    # ``rows``: the effect is a PostgresInsert, folded into the one commit statement.
+    return Backend("postgres-rows" if rows else "postgres", open_backend)
 
 
 def backend_factories() -> list[Backend]:
     """Every backend available in this environment; the first is the reference (memory)."""
     backends = [memory_backend, sqlite_backend]
-    postgres = postgres_backend()
-    if postgres is not None:
-        backends.append(postgres)
+    for rows in (False, True):
+        postgres = postgres_backend(rows=rows)
+        if postgres is not None:
+            backends.append(postgres)
     return backends
