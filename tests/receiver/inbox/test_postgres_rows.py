@@ -7,11 +7,10 @@ inserts nothing, a failing insert keeps nothing and raises the database's own er
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
-
-import asyncio
 
 import psycopg
 import pytest
@@ -59,11 +58,13 @@ class _Statements:
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
         self.sent: list[str] = []
+        self.grew = asyncio.Event()
         original = psycopg.AsyncCursor.execute
 
         async def counted(cursor: Any, query: Any, *args: Any, **kwargs: Any) -> Any:
             text = query if isinstance(query, str) else query.as_string(cursor.connection)
             self.sent.append(" ".join(text.split())[:80])
+            self.grew.set()
             return await original(cursor, query, *args, **kwargs)
 
         monkeypatch.setattr(psycopg.AsyncCursor, "execute", counted)
@@ -167,7 +168,8 @@ async def test_a_commit_that_would_wait_for_a_lock_becomes_a_transaction(
             inbox.commit("evt_l", claim.token, 200, [_row("evt_l", "waited")])
         )
         while len(statements.sent) < 3:  # the fold gave up; the update and the insert were sent
-            await asyncio.sleep(0.01)  # real time: the database has to answer
+            statements.grew.clear()
+            await asyncio.wait_for(statements.grew.wait(), timeout=5)
         assert not committing.done()  # the transaction now waits for the lock
         await locker.rollback()
     assert await committing is True
