@@ -1,7 +1,7 @@
 """The SQLite inbox: the embedded, durable backend, with group commit.
 
-``2xx means durably committed``, so every write ends in an fsync (WAL, ``synchronous=FULL``). One
-fsync per request would cap a receiver at a few hundred requests per second, so writes are
+``2xx means durably committed``, so every commit ends in an fsync (WAL, ``synchronous=FULL``).
+One fsync per request would cap a receiver at a few hundred requests per second, so writes are
 *group-committed*:
 
 * one dedicated writer thread owns the write connection;
@@ -12,8 +12,16 @@ fsync per request would cap a receiver at a few hundred requests per second, so 
   rolls back alone (the inbox's own statements fail only when the store does, and then the whole
   batch fails);
 * only after ``COMMIT`` returns are the futures resolved (``loop.call_soon_threadsafe``), so no
-  answer leaves before its batch is durable. If the batch cannot be committed (an I/O error, a
-  full disk), every job in it fails with :class:`~receiver.exceptions.InboxUnavailable`.
+  answer leaves before its batch is durable;
+* a batch that holds only claims and releases commits with ``synchronous=NORMAL`` (no fsync of
+  its own), exactly as the PostgreSQL inbox commits them without waiting for the WAL flush:
+  nothing is answered 2xx on a claim, a claim lost in a power cut is claimed again by the retry
+  and a lost release expires with its lease, and WAL frames reach the disk in order, so the next
+  batch with a commit (``synchronous=FULL``) makes every earlier claim durable too. A killed
+  process loses nothing either way (the OS still holds what it wrote).
+
+If a batch cannot be committed (an I/O error, a full disk), every job in it fails with
+:class:`~receiver.exceptions.InboxUnavailable`.
 
 Lookups use a second, read-only connection (WAL readers never wait for the writer) on its own
 thread. Jobs run in the order they were submitted, so claims of one event are serialised.
@@ -69,6 +77,8 @@ _BUSY_TIMEOUT_S: Final = BUSY_TIMEOUT_S
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STOP: Final = object()
+_SYNC_FULL: Final = "PRAGMA synchronous = FULL"
+_SYNC_NORMAL: Final = "PRAGMA synchronous = NORMAL"
 # The writer's hot path is a claim of a NEW event: one cheap statement (an UPSERT … RETURNING that
 # handled every case measured twice as slow). Duplicates take a SELECT and an UPDATE.
 _INSERT_NEW = (
@@ -152,6 +162,8 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     isolated: bool
     """Runs in its own SAVEPOINT (it calls the caller's work, which may fail alone)."""
+    durable: bool
+    """Its answer promises durability (a commit, a purge): its batch ends in an fsync."""
 
 
 def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
@@ -210,6 +222,7 @@ class SqliteInbox(Inbox):
         self._batches = 0
         self._jobs = 0
         self._failed_batches = 0
+        self._syncing = True  # the write connection's synchronous mode is FULL
         self._writer = threading.Thread(
             target=self._writer_loop, name=f"hookproof-inbox-writer:{self.path}", daemon=True
         )
@@ -302,7 +315,7 @@ class SqliteInbox(Inbox):
                 _run_work(item, conn)
             return True
 
-        return await self._submit(run, isolated=bool(works))
+        return await self._submit(run, isolated=bool(works), durable=True)
 
     async def release(self, event_id: str, token: int) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
@@ -339,7 +352,7 @@ class SqliteInbox(Inbox):
             )
             return cursor.rowcount
 
-        return await self._submit(run)
+        return await self._submit(run, durable=True)
 
     async def close(self) -> None:
         """Finish every job already submitted, stop the writer, close both connections."""
@@ -373,7 +386,13 @@ class SqliteInbox(Inbox):
         if self._closed:
             raise InboxUnavailable("the SQLite inbox is closed")
 
-    async def _submit(self, run: Callable[[sqlite3.Connection], T], *, isolated: bool = False) -> T:
+    async def _submit(
+        self,
+        run: Callable[[sqlite3.Connection], T],
+        *,
+        isolated: bool = False,
+        durable: bool = False,
+    ) -> T:
         """Queue ``run`` for the writer; its result once its batch is durably committed.
 
         ``isolated`` jobs get their own SAVEPOINT so that an exception rolls back that job alone;
@@ -392,7 +411,7 @@ class SqliteInbox(Inbox):
         if pending is None:
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
-        pending.append(_Job(run, future, loop, isolated))
+        pending.append(_Job(run, future, loop, isolated, durable))
         return await future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -454,6 +473,10 @@ class SqliteInbox(Inbox):
         conn = self._write
         results: list[tuple[bool, Any]] = []
         try:
+            durable = any(job.durable for job in batch)
+            if durable is not self._syncing:
+                conn.execute(_SYNC_FULL if durable else _SYNC_NORMAL)
+                self._syncing = durable
             conn.execute("BEGIN IMMEDIATE")
             for job in batch:
                 if not job.isolated:  # the inbox's own statements: they fail only with the store

@@ -482,3 +482,18 @@ async def test_inboxes_opened_at_once_on_a_new_file_share_one_schema(tmp_path: P
         finally:
             conn.close()
         assert applied == 2
+
+
+async def test_commit_batches_are_synchronous_full_after_claim_only_batches(
+    inbox: SqliteInbox,
+) -> None:
+    modes: list[int] = []
+
+    def mode(conn: sqlite3.Connection) -> None:
+        modes.append(conn.execute("PRAGMA synchronous").fetchone()[0])
+
+    claim = await inbox.claim("evt_sync")  # a claim-only batch: NORMAL, no fsync of its own
+    assert inbox._write.execute("PRAGMA synchronous").fetchone() == (1,)  # 1 = NORMAL
+    assert await inbox.commit("evt_sync", claim.token, 200, [mode]) is True
+    assert modes == [2]  # the commit's batch ran under FULL: its fsync covers the claim too
+    assert inbox._write.execute("PRAGMA synchronous").fetchone() == (2,)
