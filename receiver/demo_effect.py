@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from receiver.exceptions import ConfigurationError
 from receiver.inbox.contract import Inbox, TransactionalWork
 from receiver.inbox.memory import MemoryInbox
+from receiver.inbox.sqlite import SqliteInsert
 
 if TYPE_CHECKING:
     from receiver.inbox.postgres import PostgresInbox
@@ -120,10 +121,8 @@ class SqliteReminders:
         await run_in_threadpool(self._run, _INDEX)
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(_INSERT_SQLITE, (event_id, renewal_id, event_type))
-
-        return record
+        """The row as data: the inbox writes it with its commit, without a savepoint."""
+        return SqliteInsert(TABLE, _COLUMNS, (event_id, renewal_id, event_type))
 
     async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
         await run_in_threadpool(self._run, _INSERT_SQLITE, (event_id, renewal_id, event_type))

@@ -66,7 +66,7 @@ from receiver.inbox.sqlite_health import FileWatch, check_integrity
 from receiver.inbox.sqlite_schema import MIGRATION_SET, MIGRATIONS
 from receiver.sqlite_db import BUSY_TIMEOUT_S, apply_migrations, connect, enable_wal
 
-__all__ = ["MAX_BATCH", "GroupCommitStats", "SqliteInbox"]
+__all__ = ["MAX_BATCH", "GroupCommitStats", "SqliteInbox", "SqliteInsert"]
 
 T = TypeVar("T")
 
@@ -84,6 +84,14 @@ _SYNC_NORMAL: Final = "PRAGMA synchronous = NORMAL"
 _INSERT_NEW = (
     "INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, lease_expires_us, "
     "created_us) VALUES (?, 'in_flight', 1, 1, 0, ?, ?) ON CONFLICT (event_id) DO NOTHING"
+)
+_HOLDS_CLAIM = (
+    "SELECT 1 FROM hookproof_inbox WHERE event_id = ? AND state = 'in_flight' AND token = ?"
+)
+_COMMIT = (
+    "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
+    "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
+    "WHERE event_id = ? AND state = 'in_flight' AND token = ?"
 )
 _SELECT = (
     "SELECT event_id, state, token, deliveries, effects, status, lease_expires_us, "
@@ -133,6 +141,43 @@ def _record(row: tuple[Any, ...]) -> InboxRecord:
 
 
 @dataclass(frozen=True)
+class SqliteInsert:
+    """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
+
+    As a work it is data, so :meth:`SqliteInbox.commit` writes it without a savepoint when it is
+    the commit's only work: one ``INSERT … SELECT … WHERE EXISTS (the token check)`` before the
+    compare-and-set. A stale token inserts nothing; an insert that fails (a constraint) is rolled
+    back by SQLite as a statement, before the inbox record was touched, so it fails alone. Called
+    with a connection it runs the plain insert, like any other work.
+    """
+
+    table: str
+    columns: tuple[str, ...]
+    values: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns or len(self.columns) != len(self.values):
+            raise ConfigurationError("SqliteInsert needs one value per column, at least one")
+
+    def _target(self) -> str:
+        table = ".".join(_quoted(part) for part in self.table.split("."))
+        return f"{table} ({', '.join(_quoted(column) for column in self.columns)})"
+
+    def __call__(self, conn: sqlite3.Connection) -> None:
+        marks = ", ".join("?" * len(self.values))
+        conn.execute(f"INSERT INTO {self._target()} VALUES ({marks})", self.values)
+
+    def gated(self) -> str:
+        """The insert, writing its row only while ``(event_id, token)`` holds the claim."""
+        marks = ", ".join("?" * len(self.values))
+        return f"INSERT INTO {self._target()} SELECT {marks} WHERE EXISTS ({_HOLDS_CLAIM})"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+@dataclass(frozen=True)
 class GroupCommitStats:
     """How well group commit is batching: transactions committed and jobs they carried."""
 
@@ -164,6 +209,8 @@ class _Job:
     """Runs in its own SAVEPOINT (it calls the caller's work, which may fail alone)."""
     durable: bool
     """Its answer promises durability (a commit, a purge): its batch ends in an fsync."""
+    alone: bool
+    """May fail alone WITHOUT a savepoint: it raises :class:`_WorkFailed` only before it wrote."""
 
 
 def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
@@ -299,17 +346,31 @@ class SqliteInbox(Inbox):
     ) -> bool:
         works = tuple(work)
         committed_at = self._now_us()
+        record = (status, committed_at, event_id, token)
+        if len(works) == 1 and type(works[0]) is SqliteInsert:
+            row = works[0]
+            gated, values = row.gated(), (*row.values, event_id, token)
+
+            def run_row(conn: sqlite3.Connection) -> bool:
+                # The row first, gated on the token: a stale token writes nothing, and a failing
+                # insert is undone by SQLite as a statement before the record was touched.
+                try:
+                    inserted = conn.execute(gated, values).rowcount == 1
+                except sqlite3.Error as error:
+                    if not conn.in_transaction:
+                        raise  # the failure ended the inbox transaction itself
+                    raise _WorkFailed(error) from error
+                if not inserted:
+                    return False
+                conn.execute(_COMMIT, record)  # the same thread holds the batch: it still holds
+                return True
+
+            return await self._submit(run_row, durable=True, alone=True)
 
         def run(conn: sqlite3.Connection) -> bool:
             # Compare-and-set first: a stale token changes nothing and runs no work. If a work
             # then fails, the job's savepoint takes this update back with the work's writes.
-            cursor = conn.execute(
-                "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
-                "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
-                "WHERE event_id = ? AND state = 'in_flight' AND token = ?",
-                (status, committed_at, event_id, token),
-            )
-            if cursor.rowcount != 1:
+            if conn.execute(_COMMIT, record).rowcount != 1:
                 return False
             for item in works:
                 _run_work(item, conn)
@@ -392,6 +453,7 @@ class SqliteInbox(Inbox):
         *,
         isolated: bool = False,
         durable: bool = False,
+        alone: bool = False,
     ) -> T:
         """Queue ``run`` for the writer; its result once its batch is durably committed.
 
@@ -411,7 +473,7 @@ class SqliteInbox(Inbox):
         if pending is None:
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
-        pending.append(_Job(run, future, loop, isolated, durable))
+        pending.append(_Job(run, future, loop, isolated, durable, alone))
         return await future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -479,6 +541,12 @@ class SqliteInbox(Inbox):
                 self._syncing = durable
             conn.execute("BEGIN IMMEDIATE")
             for job in batch:
+                if job.alone:  # fails alone before writing anything: no savepoint needed
+                    try:
+                        results.append((True, job.run(conn)))
+                    except _WorkFailed as error:
+                        results.append((False, error.error))
+                    continue
                 if not job.isolated:  # the inbox's own statements: they fail only with the store
                     results.append((True, job.run(conn)))
                     continue

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from receiver.inbox import Clock, Inbox, MemoryInbox, SqliteInbox, TransactionalWork
+from receiver.inbox.sqlite import SqliteInsert
 
 __all__ = [
     "POSTGRES_DSN_VARIABLE",
@@ -33,6 +34,7 @@ __all__ = [
     "memory_backend",
     "postgres_backend",
     "sqlite_backend",
+    "sqlite_rows_backend",
 ]
 
 POSTGRES_DSN_VARIABLE = "HOOKPROOF_TEST_POSTGRES_DSN"
@@ -108,7 +110,7 @@ async def _open_memory(clock: Clock, lease: timedelta) -> OpenedBackend:
     return OpenedBackend(inbox, effect, effects, inbox.close)
 
 
-async def _open_sqlite(clock: Clock, lease: timedelta) -> OpenedBackend:
+async def _open_sqlite(clock: Clock, lease: timedelta, *, rows: bool = False) -> OpenedBackend:
     directory = tempfile.mkdtemp(prefix="hookproof-inbox-")
     path = os.path.join(directory, "inbox.db")
     with sqlite3.connect(path) as setup:
@@ -117,6 +119,9 @@ async def _open_sqlite(clock: Clock, lease: timedelta) -> OpenedBackend:
     inbox = SqliteInbox(path, lease=lease, clock=clock)
 
     def effect(tag: str) -> TransactionalWork:
+        if rows:  # a row as data: committed without a savepoint when it is the only work
+            return SqliteInsert("agreement_effects", ("tag",), (tag,))
+
         def record(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO agreement_effects (tag) VALUES (?)", (tag,))
 
@@ -139,6 +144,13 @@ async def _open_sqlite(clock: Clock, lease: timedelta) -> OpenedBackend:
 
 memory_backend = Backend("memory", _open_memory)
 sqlite_backend = Backend("sqlite", _open_sqlite)
+
+
+async def _open_sqlite_rows(clock: Clock, lease: timedelta) -> OpenedBackend:
+    return await _open_sqlite(clock, lease, rows=True)
+
+
+sqlite_rows_backend = Backend("sqlite-rows", _open_sqlite_rows)
 
 
 def postgres_backend(*, rows: bool = False) -> Backend | None:
@@ -168,7 +180,7 @@ def postgres_backend(*, rows: bool = False) -> Backend | None:
 
 def backend_factories() -> list[Backend]:
     """Every backend available in this environment; the first is the reference (memory)."""
-    backends = [memory_backend, sqlite_backend]
+    backends = [memory_backend, sqlite_backend, sqlite_rows_backend]
     for rows in (False, True):
         postgres = postgres_backend(rows=rows)
         if postgres is not None:
