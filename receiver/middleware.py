@@ -8,9 +8,12 @@ For every request to a guarded path (matched below a mount's ``root_path`` too)
    reading the body or touching the inbox;
 1. refuses a declared ``Content-Length`` over ``max_body`` with 413, then reads the body while
    counting and stops pulling chunks (413) as soon as the count passes the cap; a body that has
-   not fully arrived ``body_timeout`` seconds after the headers is a 408 problem;
+   not fully arrived ``body_timeout`` seconds after the headers is a 408 problem (given up within
+   an eighth of ``body_timeout`` after that: one swept timer per loop,
+   :mod:`receiver.body_deadline`, not a timer per request);
 2. verifies the raw bytes with a :class:`~receiver.signing.Verifier` (400/401 problem on failure),
-   then checks the payload once as I-JSON (:mod:`receiver.ijson`; 400 problem);
+   then checks the payload once as I-JSON (:mod:`receiver.ijson`; 400 problem), reusing the parse
+   of a scheme that already read the body to verify it (the Stripe-style event id);
 3. claims the event id in the :class:`~receiver.inbox.contract.Inbox`: a committed duplicate is
    answered with its stored status and never reaches the app; a copy in flight gets 503 with
    ``Retry-After``; an unreachable inbox gets 503, never a 2xx;
