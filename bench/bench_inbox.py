@@ -1,11 +1,13 @@
 """Benchmark: group commit in the SQLite inbox against one fsync per operation, same run.
 
-Every claim and commit is durable (WAL, ``synchronous=FULL``) before its future resolves, in both
-contenders; the only difference is how many jobs share one transaction (one fsync):
+Every commit is durable (WAL, ``synchronous=FULL``) before its future resolves, in both
+contenders (a transaction of claims only commits with ``synchronous=NORMAL``: the next commit's
+fsync covers it); the only difference is how many jobs share one transaction (one fsync):
 
 * group commit — ``SqliteInbox`` as shipped: the writer drains every pending job into one
   ``BEGIN IMMEDIATE … COMMIT``;
-* one fsync per op — the same class with ``max_batch=1``: each job its own transaction.
+* one fsync per op — the same class with ``max_batch=1``: each job its own transaction (so one
+  fsync per commit, none for a claim).
 
 Two workloads, each on a fresh file in a temporary directory next to this script (so on the
 disk the repository lives on, never tmpfs):

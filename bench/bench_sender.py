@@ -1,8 +1,12 @@
 """Benchmark: state transitions per second through the full sender machine, beside the raw
 SQLite floor measured in the same run.
 
-* floor — single-row commits per second on a fresh file with the production pragmas (WAL,
-  ``synchronous=FULL``): ``BEGIN IMMEDIATE; INSERT one row; COMMIT``, one fsync each;
+* floor — the minimal durable transition, measured in the same run on a fresh file with the
+  production pragmas (WAL, ``synchronous=FULL``): one state update (guarded by its token) and one
+  ledger row per transition, ``--batch`` transitions per ``BEGIN IMMEDIATE … COMMIT`` (one fsync
+  per batch, as the store batches a worker pass), both statements through ``executemany``. So
+  the ratio measures the machine's own code, not the disk: a floor of single-row commits (one
+  fsync each, the earlier definition) tracked the disk's fsync latency instead;
 * machine — ``--deliveries`` deliveries (default 100,000) published in batches, then run to
   completion on the virtual clock with the SQLite store on a file (same pragmas): each worker
   pass leases up to ``--batch`` due deliveries in one transaction, signs and sends each through
@@ -19,8 +23,9 @@ SQLite floor measured in the same run.
 transaction per batch), so every event materialises N deliveries; the same target applies.
 
 "Transitions" are the ledger's state-change rows (publish, lease, delivered / retry / dead
-letter), counted from the file at the end. The ratio is transitions/s over floor commits/s; the
-target is at least 1/3.
+letter), counted from the file at the end. The ratio is the machine's transitions/s over the
+floor's transitions/s (report only: the floor does none of the signing, sending, scheduling or
+bookkeeping a real transition needs).
 
 Files go to a temporary directory next to this script (the repository's disk, never tmpfs).
 Run: ``.venv/bin/python bench/bench_sender.py [--deliveries N] [--batch N] [--fan-out 3]``.
@@ -59,20 +64,42 @@ SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 T0 = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
 
 
-def floor(directory: Path, commits: int) -> float:
-    """Single-row durable commits per second (WAL, synchronous=FULL)."""
+def floor(directory: Path, transitions: int, batch: int) -> float:
+    """Minimal durable transitions per second: per transition one token-guarded state update and
+    one ledger row, ``batch`` of them per transaction (WAL, synchronous=FULL)."""
     conn = sqlite3.connect(directory / "floor.db", isolation_level=None)
     conn.execute("PRAGMA journal_mode=WAL")
     conn.execute("PRAGMA synchronous=FULL")
-    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, body TEXT NOT NULL)")
+    conn.execute(
+        "CREATE TABLE deliveries (id INTEGER PRIMARY KEY, state TEXT NOT NULL, "
+        "token INTEGER NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TABLE ledger (id INTEGER PRIMARY KEY, delivery_id INTEGER NOT NULL, "
+        "from_state TEXT, to_state TEXT NOT NULL, at_us INTEGER NOT NULL)"
+    )
+    conn.executemany(
+        "INSERT INTO deliveries (id, state, token) VALUES (?, 'scheduled', 1)",
+        ((n,) for n in range(batch)),
+    )
     started = time.perf_counter()
-    for n in range(commits):
+    for first in range(0, transitions, batch):
+        token = 1 + first // batch
+        ids = range(min(batch, transitions - first))
+        at_us = time.time_ns() // 1000
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO t (body) VALUES (?)", (f"row {n}",))
+        conn.executemany(
+            "UPDATE deliveries SET state = ?, token = token + 1 WHERE id = ? AND token = ?",
+            (("leased", n, token) for n in ids),
+        )
+        conn.executemany(
+            "INSERT INTO ledger (delivery_id, from_state, to_state, at_us) VALUES (?, ?, ?, ?)",
+            ((n, "scheduled", "leased", at_us) for n in ids),
+        )
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()
-    return commits / elapsed
+    return transitions / elapsed
 
 
 def receiver(seed: int) -> httpx.MockTransport:
@@ -177,17 +204,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--deliveries", type=int, default=100_000)
     parser.add_argument("--batch", type=int, default=1000, help="deliveries per worker pass")
-    parser.add_argument("--floor-commits", type=int, default=1500)
+    parser.add_argument("--floor-transitions", type=int, default=200_000)
     parser.add_argument(
         "--fan-out", type=int, default=1, help="endpoints each event fans out to (1: no fan-out)"
     )
     args = parser.parse_args()
     directory = Path(tempfile.mkdtemp(prefix="bench-sender-", dir=HERE))
     try:
-        floor_rate = floor(directory, args.floor_commits)
+        floor_rate = floor(directory, args.floor_transitions, args.batch)
         print(
-            f"floor: {floor_rate:,.0f} single-row commits/s (WAL, synchronous=FULL, "
-            f"{args.floor_commits} commits)"
+            f"floor: {floor_rate:,.0f} minimal transitions/s (state update + ledger row, "
+            f"{args.batch} per transaction; WAL, synchronous=FULL; "
+            f"{args.floor_transitions:,} transitions)"
         )
         result = asyncio.run(machine(directory, args.deliveries, args.batch, args.fan_out))
     finally:
@@ -205,7 +233,11 @@ def main() -> None:
         f"still live {result['live']:,.0f}"
     )
     print(f"machine: {rate:,.0f} transitions/s")
-    print(f"ratio:   {rate / floor_rate:.1f}x the single-row commit floor (target >= 0.33x)")
+    print(
+        f"ratio:   {rate / floor_rate:.3f}x the minimal-transition floor "
+        f"({1e6 / rate:.1f} us per transition vs the floor's {1e6 / floor_rate:.1f} us; "
+        "report only: what the machine's own code costs per transition)"
+    )
     print(f"cores:   {os.cpu_count()}")
 
 

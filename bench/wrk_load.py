@@ -15,14 +15,18 @@ import socket
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 __all__ = [
     "HOST",
     "LUA",
     "SECRET",
+    "SMALL_BODY",
     "WrkResult",
     "free_port",
+    "needed_requests",
     "parse_wrk",
+    "request_body",
     "write_requests",
     "wrk_command",
 ]
@@ -59,8 +63,38 @@ end
 """
 
 
-def write_requests(path: Path, count: int, prefix: str = "") -> None:
-    """``count`` distinct events signed now with :data:`SECRET`, one per line for :data:`LUA`."""
+SMALL_BODY: Final = 0
+"""``body_size`` for the natural, small body (about 150 bytes: type, timestamp, three fields)."""
+
+
+def request_body(n: int, body_size: int = SMALL_BODY) -> str:
+    """The JSON body of event ``n``; with a ``body_size`` it is padded (a ``note`` field) to
+    exactly that many bytes."""
+
+    def encoded(note: str | None) -> str:
+        data: dict[str, object] = {"renewal_id": f"ren_{n}", "customer": "cus_4711", "days_left": 3}
+        if note is not None:
+            data["note"] = note
+        document = {
+            "type": "renewal.reminder_due",
+            "timestamp": "2026-01-01T09:57:50.123456Z",
+            "data": data,
+        }
+        return json.dumps(document, separators=(",", ":"))
+
+    if body_size == SMALL_BODY:
+        return encoded(None)
+    padding = body_size - len(encoded(""))
+    if padding < 0:
+        raise ValueError(f"a body cannot be as small as {body_size} bytes")
+    body = encoded("x" * padding)
+    assert len(body) == body_size, (len(body), body_size)
+    return body
+
+
+def write_requests(path: Path, count: int, prefix: str = "", body_size: int = SMALL_BODY) -> None:
+    """``count`` distinct events signed now with :data:`SECRET`, one per line for :data:`LUA`
+    (bodies of :func:`request_body`)."""
     from receiver.signing import Secret, Verifier
 
     signer = Verifier([Secret(SECRET)])
@@ -68,16 +102,15 @@ def write_requests(path: Path, count: int, prefix: str = "") -> None:
     with path.open("w") as out:
         for n in range(count):
             event_id = f"evt_{prefix}{n:08d}"
-            body = json.dumps(
-                {
-                    "type": "renewal.reminder_due",
-                    "timestamp": "2026-01-01T09:57:50.123456Z",
-                    "data": {"renewal_id": f"ren_{n}", "customer": "cus_4711", "days_left": 3},
-                },
-                separators=(",", ":"),
-            )
+            body = request_body(n, body_size)
             headers = signer.sign(body.encode(), event_id=event_id, timestamp=now)
             out.write(f"{event_id}\t{now}\t{headers['webhook-signature']}\t{body}\n")
+
+
+def needed_requests(warmup_rps: float, seconds: int, margin: float = 2.0) -> int:
+    """How many distinct events a run of ``seconds`` needs, sized from a warm-up's rate with a
+    ``margin`` (a warmed-up server runs faster than its warm-up did)."""
+    return max(1_000, int(warmup_rps * seconds * margin))
 
 
 def free_port() -> int:

@@ -24,6 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from receiver.exceptions import ConfigurationError
 from receiver.inbox.contract import Inbox, TransactionalWork
 from receiver.inbox.memory import MemoryInbox
+from receiver.inbox.sqlite import SqliteInsert
 
 if TYPE_CHECKING:
     from receiver.inbox.postgres import PostgresInbox
@@ -44,6 +45,7 @@ _CREATE = (
 _INDEX = f"CREATE INDEX IF NOT EXISTS {TABLE}_event_id ON {TABLE} (event_id)"
 _INSERT_SQLITE = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (?, ?, ?)"
 _COUNT_SQLITE = f"SELECT count(*) FROM {TABLE} WHERE event_id = ?"
+_COLUMNS = ("event_id", "renewal_id", "event_type")
 _INSERT_PG = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (%s, %s, %s)"
 _COUNT_PG = f"SELECT count(*) FROM {TABLE} WHERE event_id = %s"
 
@@ -119,10 +121,8 @@ class SqliteReminders:
         await run_in_threadpool(self._run, _INDEX)
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
-        def record(conn: sqlite3.Connection) -> None:
-            conn.execute(_INSERT_SQLITE, (event_id, renewal_id, event_type))
-
-        return record
+        """The row as data: the inbox writes it with its commit, without a savepoint."""
+        return SqliteInsert(TABLE, _COLUMNS, (event_id, renewal_id, event_type))
 
     async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
         await run_in_threadpool(self._run, _INSERT_SQLITE, (event_id, renewal_id, event_type))
@@ -157,10 +157,10 @@ class PostgresReminders:
             await conn.execute(_INDEX)
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
-        async def record(conn: Any) -> None:
-            await conn.execute(_INSERT_PG, (event_id, renewal_id, event_type))
+        """The row as data: the inbox folds it into its one commit statement (one round trip)."""
+        from receiver.inbox.postgres import PostgresInsert
 
-        return record
+        return PostgresInsert(TABLE, _COLUMNS, (event_id, renewal_id, event_type))
 
     async def apply_directly(self, event_id: str, renewal_id: str | None, event_type: str) -> None:
         await self._run(_INSERT_PG, (event_id, renewal_id, event_type))

@@ -11,6 +11,11 @@
   ``NaN``/``Infinity``/``-Infinity`` or a number that overflows to one (``1e400``), and an object
   with the same member name twice (different parsers keep different copies).
 
+A scheme that must read the body to verify it (the Stripe-style event id) parses it once with
+:func:`parse_leniently`: the same strict parse, but an I-JSON violation is noted in the
+:class:`ParsedPayload` instead of raised, so the middleware's payload check reuses that one parse
+(and a middleware told not to check payloads still accepts the body).
+
 The cheap cases stay cheap: lone surrogates can only arrive as ``\\uD800``-``\\uDFFF`` escapes
 (strict UTF-8 decoding refuses them as raw bytes), so the parsed document is only walked for them
 when the raw body holds such an escape.
@@ -21,11 +26,12 @@ from __future__ import annotations
 import json
 import math
 import re
+from dataclasses import dataclass
 from typing import Any, Final
 
 from receiver.exceptions import InvalidPayload, PayloadNotIJson
 
-__all__ = ["parse_payload"]
+__all__ = ["ParsedPayload", "parse_leniently", "parse_payload"]
 
 _SURROGATE_ESCAPE: Final = re.compile(rb"\\u[dD][89a-fA-F]")
 
@@ -97,3 +103,26 @@ def parse_payload(body: bytes) -> Any:
     if _SURROGATE_ESCAPE.search(body) is not None and _has_lone_surrogate(document):
         raise PayloadNotIJson("a string holds a lone surrogate escape (not encodable as UTF-8)")
     return document
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedPayload:
+    """A body parsed once: the document, and why it is not I-JSON (``None`` when it is)."""
+
+    document: Any
+    refusal: str | None = None
+
+    def checked(self) -> Any:
+        """The document, or :class:`PayloadNotIJson` when it broke an I-JSON rule."""
+        if self.refusal is not None:
+            raise PayloadNotIJson(self.refusal)
+        return self.document
+
+
+def parse_leniently(body: bytes) -> ParsedPayload:
+    """:func:`parse_payload`, but an I-JSON violation is kept in the result, not raised (the
+    document is then the plain JSON parse: only such bodies are parsed twice)."""
+    try:
+        return ParsedPayload(parse_payload(body))
+    except PayloadNotIJson as refusal:
+        return ParsedPayload(json.loads(body), str(refusal))

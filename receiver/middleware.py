@@ -8,9 +8,12 @@ For every request to a guarded path (matched below a mount's ``root_path`` too)
    reading the body or touching the inbox;
 1. refuses a declared ``Content-Length`` over ``max_body`` with 413, then reads the body while
    counting and stops pulling chunks (413) as soon as the count passes the cap; a body that has
-   not fully arrived ``body_timeout`` seconds after the headers is a 408 problem;
+   not fully arrived ``body_timeout`` seconds after the headers is a 408 problem (given up within
+   an eighth of ``body_timeout`` after that: one swept timer per loop,
+   :mod:`receiver.body_deadline`, not a timer per request);
 2. verifies the raw bytes with a :class:`~receiver.signing.Verifier` (400/401 problem on failure),
-   then checks the payload once as I-JSON (:mod:`receiver.ijson`; 400 problem);
+   then checks the payload once as I-JSON (:mod:`receiver.ijson`; 400 problem), reusing the parse
+   of a scheme that already read the body to verify it (the Stripe-style event id);
 3. claims the event id in the :class:`~receiver.inbox.contract.Inbox`: a committed duplicate is
    answered with its stored status and never reaches the app; a copy in flight gets 503 with
    ``Retry-After``; an unreachable inbox gets 503, never a 2xx;
@@ -40,6 +43,7 @@ from typing import Any
 from starlette.requests import HTTPConnection
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from receiver.body_deadline import BodyDeadlines
 from receiver.exceptions import ConfigurationError, InboxUnavailable, VerificationError
 from receiver.failures import FailureCounts
 from receiver.ijson import parse_payload
@@ -204,15 +208,18 @@ class HookproofMiddleware:
         self.probe_prefix = probe_prefix.rstrip("/") + "/"
         self.effects_counter = effects_counter
         self.failures = FailureCounts()
+        self._deadlines = BodyDeadlines(body_timeout)
+        self._fixed_inbox = inbox if isinstance(inbox, Inbox) else None
+        self._inbox_getter: Callable[[], Inbox] | None = None if isinstance(inbox, Inbox) else inbox
         self._allow = {"allow": ", ".join(sorted(self.methods))}
 
     def inbox(self) -> Inbox:
         """The inbox to use now (raises :class:`InboxUnavailable` when there is none)."""
-        source = self._inbox_source
-        if isinstance(source, Inbox):
-            return source
+        if self._fixed_inbox is not None:
+            return self._fixed_inbox
+        assert self._inbox_getter is not None
         try:
-            return source()
+            return self._inbox_getter()
         except InboxUnavailable:
             raise
         except Exception as error:
@@ -283,8 +290,7 @@ class HookproofMiddleware:
                 await self._too_large(send)
                 return
         try:
-            async with asyncio.timeout(self.body_timeout):
-                body = await _read_body(receive, self.max_body)
+            body = await self._read_body_in_time(receive)
         except _BodyTooLarge:
             await self._too_large(send)
             return
@@ -300,7 +306,12 @@ class HookproofMiddleware:
             return
         try:
             message = self.verifier.verify(body, headers)
-            document = parse_payload(body) if self.check_payload else _UNPARSED
+            if not self.check_payload:
+                document = _UNPARSED
+            elif message.payload is not None:  # the scheme parsed it already: no second parse
+                document = message.payload.checked()
+            else:
+                document = parse_payload(body)
         except VerificationError as error:
             await send_problem(send, problem_for(error), str(error))
             return
@@ -328,6 +339,24 @@ class HookproofMiddleware:
             )
         else:
             await self._handle(scope, receive, send, inbox, Delivery(message, claim, document))
+
+    async def _read_body_in_time(self, receive: Receive) -> bytes:
+        """The body, or :class:`TimeoutError` once ``body_timeout`` passed (``BodyDeadlines``)."""
+        task = asyncio.current_task()
+        if task is None:  # not run by a task (no ASGI server does that): the plain timeout
+            async with asyncio.timeout(self.body_timeout):
+                return await _read_body(receive, self.max_body)
+        loop = task.get_loop()
+        deadlines = self._deadlines
+        deadlines.start(task, loop)
+        try:
+            return await _read_body(receive, self.max_body)
+        except asyncio.CancelledError:
+            if deadlines.stop(task, loop) and task.uncancel() == 0:
+                raise TimeoutError from None
+            raise
+        finally:
+            deadlines.stop(task, loop)
 
     async def _too_large(self, send: Send) -> None:
         await send_problem(
@@ -449,12 +478,18 @@ def _route_path(path: str, root_path: str) -> str:
 def _headers(scope: Scope) -> dict[str, str]:
     """Request headers by name (ASGI names are lower-case); the first of repeated headers wins,
     except that a :data:`SIGNATURE_HEADERS` field repeated with another value is ambiguous."""
-    headers: dict[str, str] = {}
-    for raw_name, raw_value in scope["headers"]:
-        name = raw_name.decode("latin-1")
-        value = raw_value.decode("latin-1")
-        if headers.setdefault(name, value) != value and name in SIGNATURE_HEADERS:
-            raise _AmbiguousHeader(name)
+    raw = scope["headers"]
+    if not isinstance(raw, list | tuple):  # ASGI allows any iterable
+        raw = list(raw)
+    # One comprehension, the last occurrence first so that the first one wins; only a request
+    # that repeats a header name (rare) takes the loop that looks for ambiguous repeats.
+    headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in reversed(raw)}
+    if len(headers) != len(raw):
+        seen: dict[bytes, bytes] = {}
+        for raw_name, raw_value in raw:
+            first = seen.setdefault(raw_name, raw_value)
+            if first != raw_value and (name := raw_name.decode("latin-1")) in SIGNATURE_HEADERS:
+                raise _AmbiguousHeader(name)
     return headers
 
 

@@ -13,7 +13,7 @@ from receiver.inbox.contract import (
 )
 from receiver.inbox.factory import open_inbox
 from receiver.inbox.memory import MemoryInbox
-from receiver.inbox.sqlite import SqliteInbox
+from receiver.inbox.sqlite import SqliteInbox, SqliteInsert
 
 __all__ = [
     "DEFAULT_LEASE",
@@ -25,6 +25,7 @@ __all__ = [
     "MemoryInbox",
     "RecordState",
     "SqliteInbox",
+    "SqliteInsert",
     "TransactionalWork",
     "open_inbox",
     "utc_now",

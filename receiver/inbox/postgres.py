@@ -15,8 +15,12 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   :class:`psycopg.AsyncConnection` (sync or coroutine functions), then ``COMMIT``. A stale token
   changes nothing and runs no work; a work that raises rolls back its own writes and the inbox
   record alike (the record stays in flight with the caller's token, exactly as in
-  :class:`~receiver.inbox.memory.MemoryInbox`) and its exception propagates unchanged. A commit
-  without work is a single statement.
+  :class:`~receiver.inbox.memory.MemoryInbox`) and its exception propagates unchanged.
+- **two round trips per delivery**: the claim is one statement, and so is a commit without work
+  or whose works are all :class:`PostgresInsert` rows (the reference app's demo effect): the
+  inserts become data-modifying CTEs that select from the compare-and-set ``UPDATE``, so they
+  write exactly when the token is current, and the one statement is its own durable transaction
+  (no ``BEGIN``/``COMMIT`` round trips). Other works take the transaction above.
 - **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
   server's ``synchronous_commit`` (keep it ``on`` or stronger: the 2xx promises durability).
   Claims and releases commit without waiting for the WAL flush (see ``_NOT_DURABLE``): losing
@@ -90,7 +94,7 @@ if TYPE_CHECKING:
     from psycopg.sql import Composed
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresInbox", "PostgresLocation", "parse_location"]
+__all__ = ["PostgresInbox", "PostgresInsert", "PostgresLocation", "parse_location"]
 
 DEFAULT_APPLICATION_NAME = "hookproof-receiver"
 DEFAULT_POOL_MIN_SIZE = 1
@@ -135,6 +139,14 @@ UPDATE {table} SET state = 'committed', status = %(status)s, effects = effects +
 WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
 RETURNING event_id
 """
+_FOLDED_SQL = (
+    "SET LOCAL lock_timeout = {lock_timeout};\n"
+    "WITH done AS ({update}){inserts}\nSELECT count(*) FROM done"
+)
+_FOLDED_LOCK_TIMEOUT = "1ms"
+"""How long the one-statement commit may wait for a lock before it becomes a transaction."""
+"""A commit whose works are rows to insert, as one statement: each insert selects its row from
+``done`` (the compare-and-set), so a stale token inserts nothing."""
 _RELEASE_SQL = """
 UPDATE {table} SET state = 'released'
 WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
@@ -154,6 +166,57 @@ WITH purged AS (
 )
 SELECT count(*) FROM purged
 """
+
+
+@dataclass(frozen=True)
+class PostgresInsert:
+    """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
+
+    As a work it is data, so :meth:`PostgresInbox.commit` folds it into its commit statement
+    (one round trip instead of ``BEGIN``, the update, the insert and ``COMMIT``). Called with a
+    connection it runs the insert there, like any other work. ``table`` may be qualified
+    (``schema.table``); unqualified, it is found on the inbox's ``search_path``. Values are sent
+    with psycopg's types (text, numbers, timestamps …), selected into the columns.
+    """
+
+    table: str
+    columns: tuple[str, ...]
+    values: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns or len(self.columns) != len(self.values):
+            raise ConfigurationError("PostgresInsert needs one value per column, at least one")
+
+    def __call__(self, conn: AsyncConnection[Any]) -> Any:
+        from psycopg import sql
+
+        placeholders = sql.SQL(", ").join(sql.Placeholder() * len(self.values))
+        statement = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
+            self._table(), self._columns(), placeholders
+        )
+        return conn.execute(statement, self.values)
+
+    def _table(self) -> Composed:
+        from psycopg import sql
+
+        return sql.SQL(".").join(sql.Identifier(part) for part in self.table.split("."))
+
+    def _columns(self) -> Composed:
+        from psycopg import sql
+
+        return sql.SQL(", ").join(sql.Identifier(column) for column in self.columns)
+
+    def folded(self, name: str, params: dict[str, Any]) -> Composed:
+        """This insert as the CTE ``name`` of a folded commit (its values added to ``params``
+        as ``name_0``, ``name_1`` …): it writes its row only if ``done`` has one."""
+        from psycopg import sql
+
+        keys = [f"{name}_{n}" for n in range(len(self.values))]
+        params.update(zip(keys, self.values, strict=True))
+        values = sql.SQL(", ").join(sql.Placeholder(key) for key in keys)
+        return sql.SQL(",\n{} AS (INSERT INTO {} ({}) SELECT {} FROM done)").format(
+            sql.Identifier(name), self._table(), self._columns(), values
+        )
 
 
 @dataclass(frozen=True)
@@ -253,6 +316,7 @@ class PostgresInbox(Inbox):
         not_durable = sql.SQL(_NOT_DURABLE)
         self._claim_sql = sql.SQL(_CLAIM_SQL).format(table=table, not_durable=not_durable)
         self._commit_sql = sql.SQL(_COMMIT_SQL).format(table=table)
+        self._folded_update = sql.SQL(_COMMIT_SQL.strip()).format(table=table)
         self._release_sql = sql.SQL(_RELEASE_SQL).format(table=table, not_durable=not_durable)
         self._lookup_sql = sql.SQL(_LOOKUP_SQL).format(table=table)
         self._purge_sql = sql.SQL(_PURGE_SQL).format(table=table)
@@ -374,6 +438,14 @@ class PostgresInbox(Inbox):
         if not works:  # one statement is its own (durable) transaction: one round trip
             async with self._connection() as conn:
                 return await self._fetchone(conn, self._commit_sql, params) is not None
+        if all(type(item) is PostgresInsert for item in works):
+            return await self._commit_folded(params, works)  # type: ignore[arg-type]
+        return await self._commit_in_transaction(params, works)
+
+    async def _commit_in_transaction(
+        self, params: dict[str, Any], works: Sequence[TransactionalWork]
+    ) -> bool:
+        """``BEGIN``, the compare-and-set, every work with the connection, ``COMMIT``."""
         async with self._connection() as conn:
             try:
                 async with conn.transaction():
@@ -387,6 +459,46 @@ class PostgresInbox(Inbox):
             except _StaleToken:
                 return False
         return True
+
+    async def _commit_folded(
+        self, params: dict[str, Any], inserts: Sequence[PostgresInsert]
+    ) -> bool:
+        """The compare-and-set and every insert in one statement: one durable round trip. An
+        insert that fails fails the statement, so nothing is kept and its error is raised
+        unchanged (as a work's error is).
+
+        The statement never waits for a lock (``lock_timeout`` of :data:`_FOLDED_LOCK_TIMEOUT`,
+        local to its implicit transaction): a commit that would wait — another session holds the
+        row or the effect's table — is done as an explicit transaction instead, whose ``COMMIT``
+        only a live replica sends. So a replica killed while its commit waits leaves nothing
+        committed, exactly as before the fold.
+        """
+        import psycopg
+        from psycopg import sql
+
+        folded_params = dict(params)
+        statement = sql.SQL(_FOLDED_SQL).format(
+            lock_timeout=sql.Literal(_FOLDED_LOCK_TIMEOUT),
+            update=self._folded_update,
+            inserts=sql.SQL("").join(
+                item.folded(f"w{n}", folded_params) for n, item in enumerate(inserts)
+            ),
+        )
+        async with self._connection() as conn:
+            # Client-side binding: two statements (SET LOCAL, then the commit) in one message,
+            # run as one implicit transaction.
+            cursor = psycopg.AsyncClientCursor(conn)
+            try:
+                await cursor.execute(statement, folded_params)
+            except psycopg.errors.LockNotAvailable:
+                waits = True  # (an OperationalError: caught here, before _connection sees it)
+            else:
+                waits = False
+                cursor.nextset()
+                row = await cursor.fetchone()
+        if waits:
+            return await self._commit_in_transaction(params, inserts)
+        return row is not None and row[0] == 1
 
     async def release(self, event_id: str, token: int) -> bool:
         params = {"event_id": event_id, "token": token}

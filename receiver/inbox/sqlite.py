@@ -1,7 +1,7 @@
 """The SQLite inbox: the embedded, durable backend, with group commit.
 
-``2xx means durably committed``, so every write ends in an fsync (WAL, ``synchronous=FULL``). One
-fsync per request would cap a receiver at a few hundred requests per second, so writes are
+``2xx means durably committed``, so every commit ends in an fsync (WAL, ``synchronous=FULL``).
+One fsync per request would cap a receiver at a few hundred requests per second, so writes are
 *group-committed*:
 
 * one dedicated writer thread owns the write connection;
@@ -12,8 +12,16 @@ fsync per request would cap a receiver at a few hundred requests per second, so 
   rolls back alone (the inbox's own statements fail only when the store does, and then the whole
   batch fails);
 * only after ``COMMIT`` returns are the futures resolved (``loop.call_soon_threadsafe``), so no
-  answer leaves before its batch is durable. If the batch cannot be committed (an I/O error, a
-  full disk), every job in it fails with :class:`~receiver.exceptions.InboxUnavailable`.
+  answer leaves before its batch is durable;
+* a batch that holds only claims and releases commits with ``synchronous=NORMAL`` (no fsync of
+  its own), exactly as the PostgreSQL inbox commits them without waiting for the WAL flush:
+  nothing is answered 2xx on a claim, a claim lost in a power cut is claimed again by the retry
+  and a lost release expires with its lease, and WAL frames reach the disk in order, so the next
+  batch with a commit (``synchronous=FULL``) makes every earlier claim durable too. A killed
+  process loses nothing either way (the OS still holds what it wrote).
+
+If a batch cannot be committed (an I/O error, a full disk), every job in it fails with
+:class:`~receiver.exceptions.InboxUnavailable`.
 
 Lookups use a second, read-only connection (WAL readers never wait for the writer) on its own
 thread. Jobs run in the order they were submitted, so claims of one event are serialised.
@@ -34,13 +42,14 @@ import os
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Final, TypeVar
 
-from receiver.clock import ClockInput, datetime_source
+from receiver.clock import ClockInput, SystemClock, datetime_source
 from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
 from receiver.inbox.contract import (
     DEFAULT_LEASE,
@@ -57,7 +66,7 @@ from receiver.inbox.sqlite_health import FileWatch, check_integrity
 from receiver.inbox.sqlite_schema import MIGRATION_SET, MIGRATIONS
 from receiver.sqlite_db import BUSY_TIMEOUT_S, apply_migrations, connect, enable_wal
 
-__all__ = ["MAX_BATCH", "GroupCommitStats", "SqliteInbox"]
+__all__ = ["MAX_BATCH", "GroupCommitStats", "SqliteInbox", "SqliteInsert"]
 
 T = TypeVar("T")
 
@@ -68,11 +77,21 @@ _BUSY_TIMEOUT_S: Final = BUSY_TIMEOUT_S
 _EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
 _MICROSECOND: Final = timedelta(microseconds=1)
 _STOP: Final = object()
+_SYNC_FULL: Final = "PRAGMA synchronous = FULL"
+_SYNC_NORMAL: Final = "PRAGMA synchronous = NORMAL"
 # The writer's hot path is a claim of a NEW event: one cheap statement (an UPSERT … RETURNING that
 # handled every case measured twice as slow). Duplicates take a SELECT and an UPDATE.
 _INSERT_NEW = (
     "INSERT INTO hookproof_inbox (event_id, state, token, deliveries, effects, lease_expires_us, "
     "created_us) VALUES (?, 'in_flight', 1, 1, 0, ?, ?) ON CONFLICT (event_id) DO NOTHING"
+)
+_HOLDS_CLAIM = (
+    "SELECT 1 FROM hookproof_inbox WHERE event_id = ? AND state = 'in_flight' AND token = ?"
+)
+_COMMIT = (
+    "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
+    "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
+    "WHERE event_id = ? AND state = 'in_flight' AND token = ?"
 )
 _SELECT = (
     "SELECT event_id, state, token, deliveries, effects, status, lease_expires_us, "
@@ -84,6 +103,19 @@ def _to_us(moment: datetime) -> int:
     if moment.tzinfo is None:
         raise InboxError("the inbox clock must return timezone-aware datetimes")
     return (moment - _EPOCH) // _MICROSECOND
+
+
+def _system_us() -> int:
+    return time.time_ns() // 1000
+
+
+def _microsecond_source(clock: ClockInput) -> Callable[[], int]:
+    """The clock as whole Unix microseconds: ``time.time_ns`` for the system clock (no
+    ``datetime`` built and taken apart per operation), else the clock's datetime converted."""
+    if clock is utc_now or isinstance(clock, SystemClock):
+        return _system_us
+    now = datetime_source(clock)
+    return lambda: _to_us(now())
 
 
 def _at(value: int) -> datetime:
@@ -106,6 +138,43 @@ def _record(row: tuple[Any, ...]) -> InboxRecord:
         created_at=_at(row[7]),
         committed_at=_from_us(row[8]),
     )
+
+
+@dataclass(frozen=True)
+class SqliteInsert:
+    """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
+
+    As a work it is data, so :meth:`SqliteInbox.commit` writes it without a savepoint when it is
+    the commit's only work: one ``INSERT … SELECT … WHERE EXISTS (the token check)`` before the
+    compare-and-set. A stale token inserts nothing; an insert that fails (a constraint) is rolled
+    back by SQLite as a statement, before the inbox record was touched, so it fails alone. Called
+    with a connection it runs the plain insert, like any other work.
+    """
+
+    table: str
+    columns: tuple[str, ...]
+    values: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns or len(self.columns) != len(self.values):
+            raise ConfigurationError("SqliteInsert needs one value per column, at least one")
+
+    def _target(self) -> str:
+        table = ".".join(_quoted(part) for part in self.table.split("."))
+        return f"{table} ({', '.join(_quoted(column) for column in self.columns)})"
+
+    def __call__(self, conn: sqlite3.Connection) -> None:
+        marks = ", ".join("?" * len(self.values))
+        conn.execute(f"INSERT INTO {self._target()} VALUES ({marks})", self.values)
+
+    def gated(self) -> str:
+        """The insert, writing its row only while ``(event_id, token)`` holds the claim."""
+        marks = ", ".join("?" * len(self.values))
+        return f"INSERT INTO {self._target()} SELECT {marks} WHERE EXISTS ({_HOLDS_CLAIM})"
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
 
 
 @dataclass(frozen=True)
@@ -138,6 +207,10 @@ class _Job:
     loop: asyncio.AbstractEventLoop
     isolated: bool
     """Runs in its own SAVEPOINT (it calls the caller's work, which may fail alone)."""
+    durable: bool
+    """Its answer promises durability (a commit, a purge): its batch ends in an fsync."""
+    alone: bool
+    """May fail alone WITHOUT a savepoint: it raises :class:`_WorkFailed` only before it wrote."""
 
 
 def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
@@ -183,7 +256,8 @@ class SqliteInbox(Inbox):
                 "(use MemoryInbox or open_inbox(':memory:') for a throwaway inbox)"
             )
         self.lease = lease
-        self._clock = datetime_source(clock)
+        self._now_us = _microsecond_source(clock)
+        self._lease_us = lease // _MICROSECOND
         self._write, self._read = self._open(self.path)
         self._file = FileWatch(self.path)  # health: the file at the path is still the open one
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
@@ -195,6 +269,7 @@ class SqliteInbox(Inbox):
         self._batches = 0
         self._jobs = 0
         self._failed_batches = 0
+        self._syncing = True  # the write connection's synchronous mode is FULL
         self._writer = threading.Thread(
             target=self._writer_loop, name=f"hookproof-inbox-writer:{self.path}", daemon=True
         )
@@ -232,8 +307,8 @@ class SqliteInbox(Inbox):
     # -- the contract -------------------------------------------------------------------------
 
     async def claim(self, event_id: str) -> Claim:
-        now = _to_us(self._clock())
-        lease = self.lease // _MICROSECOND
+        now = self._now_us()
+        lease = self._lease_us
 
         def run(conn: sqlite3.Connection) -> Claim:
             if conn.execute(_INSERT_NEW, (event_id, now + lease, now)).rowcount == 1:
@@ -270,24 +345,38 @@ class SqliteInbox(Inbox):
         work: Sequence[TransactionalWork] = (),
     ) -> bool:
         works = tuple(work)
-        committed_at = _to_us(self._clock())
+        committed_at = self._now_us()
+        record = (status, committed_at, event_id, token)
+        if len(works) == 1 and type(works[0]) is SqliteInsert:
+            row = works[0]
+            gated, values = row.gated(), (*row.values, event_id, token)
+
+            def run_row(conn: sqlite3.Connection) -> bool:
+                # The row first, gated on the token: a stale token writes nothing, and a failing
+                # insert is undone by SQLite as a statement before the record was touched.
+                try:
+                    inserted = conn.execute(gated, values).rowcount == 1
+                except sqlite3.Error as error:
+                    if not conn.in_transaction:
+                        raise  # the failure ended the inbox transaction itself
+                    raise _WorkFailed(error) from error
+                if not inserted:
+                    return False
+                conn.execute(_COMMIT, record)  # the same thread holds the batch: it still holds
+                return True
+
+            return await self._submit(run_row, durable=True, alone=True)
 
         def run(conn: sqlite3.Connection) -> bool:
             # Compare-and-set first: a stale token changes nothing and runs no work. If a work
             # then fails, the job's savepoint takes this update back with the work's writes.
-            cursor = conn.execute(
-                "UPDATE hookproof_inbox SET state = 'committed', status = ?, "
-                "effects = effects + 1, lease_expires_us = NULL, committed_us = ? "
-                "WHERE event_id = ? AND state = 'in_flight' AND token = ?",
-                (status, committed_at, event_id, token),
-            )
-            if cursor.rowcount != 1:
+            if conn.execute(_COMMIT, record).rowcount != 1:
                 return False
             for item in works:
                 _run_work(item, conn)
             return True
 
-        return await self._submit(run, isolated=bool(works))
+        return await self._submit(run, isolated=bool(works), durable=True)
 
     async def release(self, event_id: str, token: int) -> bool:
         def run(conn: sqlite3.Connection) -> bool:
@@ -324,7 +413,7 @@ class SqliteInbox(Inbox):
             )
             return cursor.rowcount
 
-        return await self._submit(run)
+        return await self._submit(run, durable=True)
 
     async def close(self) -> None:
         """Finish every job already submitted, stop the writer, close both connections."""
@@ -358,7 +447,14 @@ class SqliteInbox(Inbox):
         if self._closed:
             raise InboxUnavailable("the SQLite inbox is closed")
 
-    async def _submit(self, run: Callable[[sqlite3.Connection], T], *, isolated: bool = False) -> T:
+    async def _submit(
+        self,
+        run: Callable[[sqlite3.Connection], T],
+        *,
+        isolated: bool = False,
+        durable: bool = False,
+        alone: bool = False,
+    ) -> T:
         """Queue ``run`` for the writer; its result once its batch is durably committed.
 
         ``isolated`` jobs get their own SAVEPOINT so that an exception rolls back that job alone;
@@ -377,7 +473,7 @@ class SqliteInbox(Inbox):
         if pending is None:
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
-        pending.append(_Job(run, future, loop, isolated))
+        pending.append(_Job(run, future, loop, isolated, durable, alone))
         return await future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
@@ -439,8 +535,18 @@ class SqliteInbox(Inbox):
         conn = self._write
         results: list[tuple[bool, Any]] = []
         try:
+            durable = any(job.durable for job in batch)
+            if durable is not self._syncing:
+                conn.execute(_SYNC_FULL if durable else _SYNC_NORMAL)
+                self._syncing = durable
             conn.execute("BEGIN IMMEDIATE")
             for job in batch:
+                if job.alone:  # fails alone before writing anything: no savepoint needed
+                    try:
+                        results.append((True, job.run(conn)))
+                    except _WorkFailed as error:
+                        results.append((False, error.error))
+                    continue
                 if not job.isolated:  # the inbox's own statements: they fail only with the store
                     results.append((True, job.run(conn)))
                     continue

@@ -27,7 +27,7 @@ import os
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol
 
 from receiver.exceptions import (
@@ -39,6 +39,7 @@ from receiver.exceptions import (
     TimestampTooNew,
     TimestampTooOld,
 )
+from receiver.ijson import ParsedPayload
 
 __all__ = [
     "DEFAULT_TOLERANCE_S",
@@ -192,9 +193,14 @@ class VerifiedMessage:
     scheme: str
     timestamp: int | None = None
     secret_index: int = 0
+    payload: ParsedPayload | None = field(default=None, repr=False, compare=False)
+    """The body as the scheme already parsed it to verify it (the Stripe-style id), else
+    ``None``: the middleware's I-JSON check reuses it instead of parsing again."""
 
     def json(self) -> Any:
         """The body parsed as JSON, or :class:`InvalidPayload`."""
+        if self.payload is not None:
+            return self.payload.document
         return parse_json(self.body)
 
 

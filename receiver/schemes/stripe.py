@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from receiver.exceptions import ConfigurationError, InvalidPayload, MalformedHeader
+from receiver.ijson import parse_leniently
 from receiver.schemes.base import (
     MAX_SIGNATURE_HEADER,
     NON_ASCII_DIGITS,
@@ -28,7 +29,6 @@ from receiver.schemes.base import (
     hex_candidates,
     hmac_digest,
     match,
-    parse_json,
     parse_timestamp,
     placed,
     random_bytes,
@@ -38,8 +38,7 @@ from receiver.schemes.base import (
 __all__ = ["StripeStyle"]
 
 
-def _body_event_id(body: bytes) -> str:
-    document = parse_json(body)
+def _body_event_id(document: object) -> str:
     event_id = document.get("id") if isinstance(document, dict) else None
     if not isinstance(event_id, str):
         raise InvalidPayload("the body must be a JSON object with a string 'id'")
@@ -97,8 +96,10 @@ class StripeStyle(SchemeBase):
         candidates = hex_candidates(v for n, eq, v in pairs if eq and n == "v1")
         check_window(timestamp, now, tolerance)
         index = match(keys, f"{raw_ts[0]}.".encode("ascii"), body, candidates)
-        event_id = _body_event_id(body)
-        return verified(event_id, body, self.name, timestamp, index)
+        payload = parse_leniently(body)  # the one parse: the middleware's I-JSON check reuses it
+        message = verified(_body_event_id(payload.document), body, self.name, timestamp, index)
+        message.__dict__["payload"] = payload
+        return message
 
     def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
         """The body's top-level ``"id"`` when it is a string, else ``""``."""

@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from receiver.inbox import Clock, Inbox, MemoryInbox, SqliteInbox, TransactionalWork
+from receiver.inbox.sqlite import SqliteInsert
 
 __all__ = [
     "POSTGRES_DSN_VARIABLE",
@@ -33,6 +34,7 @@ __all__ = [
     "memory_backend",
     "postgres_backend",
     "sqlite_backend",
+    "sqlite_rows_backend",
 ]
 
 POSTGRES_DSN_VARIABLE = "HOOKPROOF_TEST_POSTGRES_DSN"
@@ -108,7 +110,7 @@ async def _open_memory(clock: Clock, lease: timedelta) -> OpenedBackend:
     return OpenedBackend(inbox, effect, effects, inbox.close)
 
 
-async def _open_sqlite(clock: Clock, lease: timedelta) -> OpenedBackend:
+async def _open_sqlite(clock: Clock, lease: timedelta, *, rows: bool = False) -> OpenedBackend:
     directory = tempfile.mkdtemp(prefix="hookproof-inbox-")
     path = os.path.join(directory, "inbox.db")
     with sqlite3.connect(path) as setup:
@@ -117,6 +119,9 @@ async def _open_sqlite(clock: Clock, lease: timedelta) -> OpenedBackend:
     inbox = SqliteInbox(path, lease=lease, clock=clock)
 
     def effect(tag: str) -> TransactionalWork:
+        if rows:  # a row as data: committed without a savepoint when it is the only work
+            return SqliteInsert("agreement_effects", ("tag",), (tag,))
+
         def record(conn: sqlite3.Connection) -> None:
             conn.execute("INSERT INTO agreement_effects (tag) VALUES (?)", (tag,))
 
@@ -141,7 +146,14 @@ memory_backend = Backend("memory", _open_memory)
 sqlite_backend = Backend("sqlite", _open_sqlite)
 
 
-def postgres_backend() -> Backend | None:
+async def _open_sqlite_rows(clock: Clock, lease: timedelta) -> OpenedBackend:
+    return await _open_sqlite(clock, lease, rows=True)
+
+
+sqlite_rows_backend = Backend("sqlite-rows", _open_sqlite_rows)
+
+
+def postgres_backend(*, rows: bool = False) -> Backend | None:
     """The PostgreSQL backend, or ``None`` where no server is configured or the module is absent.
 
     HOOK for the PostgreSQL inbox: ``tests/receiver/inbox/postgres_backend.py`` (its owner writes
@@ -159,16 +171,18 @@ def postgres_backend() -> Backend | None:
     open_postgres = module.open_postgres
 
     async def open_backend(clock: Clock, lease: timedelta) -> OpenedBackend:
-        opened: OpenedBackend = await open_postgres(dsn, clock, lease)
+        opened: OpenedBackend = await open_postgres(dsn, clock, lease, rows=rows)
         return opened
 
-    return Backend("postgres", open_backend)
+    # ``rows``: the effect is a PostgresInsert, folded into the one commit statement.
+    return Backend("postgres-rows" if rows else "postgres", open_backend)
 
 
 def backend_factories() -> list[Backend]:
     """Every backend available in this environment; the first is the reference (memory)."""
-    backends = [memory_backend, sqlite_backend]
-    postgres = postgres_backend()
-    if postgres is not None:
-        backends.append(postgres)
+    backends = [memory_backend, sqlite_backend, sqlite_rows_backend]
+    for rows in (False, True):
+        postgres = postgres_backend(rows=rows)
+        if postgres is not None:
+            backends.append(postgres)
     return backends

@@ -16,7 +16,7 @@ import psycopg
 from psycopg import sql
 
 from receiver.inbox import Clock, TransactionalWork
-from receiver.inbox.postgres import PostgresInbox
+from receiver.inbox.postgres import PostgresInbox, PostgresInsert
 from tests.receiver.inbox.backends import OpenedBackend
 
 __all__ = [
@@ -65,8 +65,11 @@ async def terminate_backends(dsn: str, application_name: str) -> int:
     return int(row[0]) if row else 0
 
 
-async def open_postgres(dsn: str, clock: Clock, lease: timedelta) -> OpenedBackend:
-    """A PostgresInbox in a fresh schema, with an effects table written by transactional work."""
+async def open_postgres(
+    dsn: str, clock: Clock, lease: timedelta, *, rows: bool = False
+) -> OpenedBackend:
+    """A PostgresInbox in a fresh schema, with an effects table written by transactional work:
+    a coroutine function, or with ``rows`` a :class:`PostgresInsert` (folded into the commit)."""
     schema = fresh_schema("agree")
     location = inbox_location(dsn, schema, pool_max_size=6)
     inbox = await PostgresInbox.connect(location, lease=lease, clock=clock)
@@ -79,6 +82,9 @@ async def open_postgres(dsn: str, clock: Clock, lease: timedelta) -> OpenedBacke
     read_effects = sql.SQL("SELECT tag FROM {}.agreement_effects").format(sql.Identifier(schema))
 
     def effect(tag: str) -> TransactionalWork:
+        if rows:
+            return PostgresInsert("agreement_effects", ("tag",), (tag,))
+
         async def record(conn: psycopg.AsyncConnection[Any]) -> None:
             # Unqualified on purpose: the pool's search_path puts it in the inbox's schema.
             await conn.execute("INSERT INTO agreement_effects (tag) VALUES (%s)", (tag,))

@@ -15,6 +15,7 @@ import pytest
 
 from receiver.exceptions import ConfigurationError, InboxError, InboxUnavailable
 from receiver.inbox import ClaimOutcome, RecordState, SqliteInbox
+from receiver.inbox.sqlite import SqliteInsert
 from tests.receiver.inbox.backends import FakeClock, WorkFailure, failing
 
 pytestmark = pytest.mark.anyio
@@ -482,3 +483,82 @@ async def test_inboxes_opened_at_once_on_a_new_file_share_one_schema(tmp_path: P
         finally:
             conn.close()
         assert applied == 2
+
+
+async def test_commit_batches_are_synchronous_full_after_claim_only_batches(
+    inbox: SqliteInbox,
+) -> None:
+    modes: list[int] = []
+
+    def mode(conn: sqlite3.Connection) -> None:
+        modes.append(conn.execute("PRAGMA synchronous").fetchone()[0])
+
+    claim = await inbox.claim("evt_sync")  # a claim-only batch: NORMAL, no fsync of its own
+    assert inbox._write.execute("PRAGMA synchronous").fetchone() == (1,)  # 1 = NORMAL
+    assert await inbox.commit("evt_sync", claim.token, 200, [mode]) is True
+    assert modes == [2]  # the commit's batch ran under FULL: its fsync covers the claim too
+    assert inbox._write.execute("PRAGMA synchronous").fetchone() == (2,)
+
+
+def _row(tag: str | None) -> SqliteInsert:
+    return SqliteInsert("effects", ("tag",), (tag,))
+
+
+async def test_a_row_commits_with_the_record_without_a_savepoint(
+    inbox: SqliteInbox, path: Path
+) -> None:
+    claim = await inbox.claim("evt_row")
+    statements: list[str] = []
+    inbox._write.set_trace_callback(statements.append)
+    try:
+        assert await inbox.commit("evt_row", claim.token, 201, [_row("kept")]) is True
+    finally:
+        inbox._write.set_trace_callback(None)
+    assert not any("SAVEPOINT" in statement for statement in statements), statements
+    assert _effects(path) == ["kept"]
+    record = await inbox.lookup("evt_row")
+    assert record is not None
+    assert (record.state, record.status, record.effects) == (RecordState.COMMITTED, 201, 1)
+
+
+async def test_a_row_with_a_stale_token_writes_nothing(
+    inbox: SqliteInbox, path: Path, clock: FakeClock
+) -> None:
+    first = await inbox.claim("evt_stale_row")
+    clock.advance(LEASE)
+    taker = await inbox.claim("evt_stale_row")
+    assert await inbox.commit("evt_stale_row", first.token, 200, [_row("stale")]) is False
+    assert _effects(path) == []
+    assert await inbox.commit("evt_stale_row", taker.token, 200, [_row("taker")]) is True
+    assert _effects(path) == ["taker"]
+
+
+async def test_a_failing_row_fails_alone_and_spares_its_batch(
+    inbox: SqliteInbox, path: Path
+) -> None:
+    one, two = await inbox.claim("evt_r1"), await inbox.claim("evt_r2")
+    gate = Gate(inbox)
+    await gate.wait_started()
+    failing = asyncio.ensure_future(inbox.commit("evt_r1", one.token, 200, [_row(None)]))
+    fine = asyncio.ensure_future(inbox.commit("evt_r2", two.token, 200, [_row("fine")]))
+    await _until_queued(inbox, 2)
+    await gate.open()  # both commits run in one batch behind the gate
+    with pytest.raises(sqlite3.IntegrityError):  # NOT NULL: the database's own error, unchanged
+        await failing
+    assert await fine is True
+    assert _effects(path) == ["fine"]
+    record = await inbox.lookup("evt_r1")
+    assert record is not None
+    assert (record.state, record.token, record.effects) == (RecordState.IN_FLIGHT, 1, 0)
+    assert await inbox.commit("evt_r1", one.token, 200, [_row("later")]) is True
+
+
+async def test_a_row_among_other_works_is_a_plain_work(inbox: SqliteInbox, path: Path) -> None:
+    claim = await inbox.claim("evt_mixed")
+    assert await inbox.commit("evt_mixed", claim.token, 200, [_row("a"), effect("b")]) is True
+    assert _effects(path) == ["a", "b"]
+
+
+def test_a_row_needs_one_value_per_column() -> None:
+    with pytest.raises(ConfigurationError):
+        SqliteInsert("effects", ("a", "b"), ("only one",))
