@@ -339,6 +339,7 @@ class Simulator:
         assert change is not None
         removed = self.store.delete_endpoint(endpoint_id, change)
         self._endpoints.pop(endpoint_id, None)
+        self._events.clear()  # some events are history_unavailable now: no stale status
         return removed
 
     def endpoints(self) -> list[Endpoint]:
@@ -734,6 +735,8 @@ class Simulator:
             raise ResendRefused(plan.ineligible)
         if not self.store.apply_all(plan.changes, plan.inserts, plan.clear_status):
             raise ResendRefused({i: "concurrent_change" for i in wanted})
+        for event_id in plan.clear_status:
+            self._events.pop(event_id, None)  # no longer event-only: no stale status
         return ResendResult(
             tuple(c.before.delivery_id for c in plan.changes),
             tuple(s.delivery.delivery_id for s in plan.inserts),
