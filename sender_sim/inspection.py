@@ -45,6 +45,7 @@ __all__ = [
     "RowFilter",
     "RowKind",
     "export_csv",
+    "row_json",
     "rows",
 ]
 
@@ -154,7 +155,8 @@ def _select(where: RowFilter) -> tuple[str, list[Any]]:
         inner = (
             f"SELECT {_EVENT}, d.delivery_id, {_LAST.format(col='a.status')} AS last_status,"
             f" {_LAST.format(col='a.kind')} AS last_kind,"
-            f" {_LAST.format(col='a.ended_us')} AS delivered_us"
+            f" {_LAST.format(col='a.ended_us')} AS delivered_us,"
+            " e.rowid AS event_seq, d.rowid AS delivery_seq"
             " FROM deliveries d JOIN events e ON e.event_id = d.event_id"
         )
         if clauses:
@@ -171,7 +173,7 @@ def _select(where: RowFilter) -> tuple[str, list[Any]]:
             clause_params.append(to_us(where.delivered_to))
         sql = "SELECT 'delivery', event_id, type, business_key, occurred_us, body, digest,"
         sql += " status, status_us, deadline_us, delivery_id,"
-        sql += f" {_CLASS}, delivered_us FROM ({inner})"
+        sql += f" {_CLASS}, delivered_us, event_seq, delivery_seq FROM ({inner})"
         if outer:
             sql += " WHERE " + " AND ".join(outer)
         parts.append(sql)
@@ -183,7 +185,7 @@ def _select(where: RowFilter) -> tuple[str, list[Any]]:
             clauses.append("e.status = ?")
             clause_params.append(where.status)
         parts.append(
-            f"SELECT 'event', {_EVENT}, NULL, NULL, NULL FROM events e WHERE "
+            f"SELECT 'event', {_EVENT}, NULL, NULL, NULL, e.rowid, NULL FROM events e WHERE "
             + " AND ".join(clauses)
         )
         params.extend(clause_params)
@@ -199,9 +201,11 @@ def count(store: SQLiteStore, where: RowFilter | None = None) -> int:
 
 
 def rows(store: SQLiteStore, where: RowFilter | None = None) -> list[Row]:
-    """The rows ``where`` selects, by event time (then event, then delivery id)."""
+    """The rows ``where`` selects, by event time, then in the order they were stored (events
+    published at the same instant, common under a virtual clock, keep their publication order;
+    an event's deliveries keep theirs)."""
     sql, params = _select(where or RowFilter())
-    found = store.fetch(f"SELECT * FROM ({sql}) ORDER BY 5, 2, 11", params)
+    found = store.fetch(f"SELECT * FROM ({sql}) ORDER BY 5, 14, 15", params)
     result: list[Row] = []
     for r in found:
         event = Event(
@@ -230,6 +234,25 @@ def rows(store: SQLiteStore, where: RowFilter | None = None) -> list[Row]:
             )
         )
     return result
+
+
+def row_json(row: Row) -> dict[str, Any]:
+    """One row as JSON (``hookproof deliveries list --json`` and the sandbox's API)."""
+    d = row.delivery
+    return {
+        "kind": row.kind.value,
+        "event_id": row.event.event_id,
+        "event_type": row.event.type,
+        "business_key": row.business_key,
+        "event_time": rfc3339(row.event_time),
+        "delivery_id": d.delivery_id if d else None,
+        "endpoint_id": row.endpoint_id,
+        "status": row.status,
+        "reason": d.reason.value if d and d.reason else None,
+        "http_class": row.http_class,
+        "attempts": d.attempt if d else None,
+        "delivery_time": rfc3339(row.delivery_time) if row.delivery_time else None,
+    }
 
 
 CSV_COLUMNS = (

@@ -76,7 +76,7 @@ from sender_sim.redrive import (
     item_problems,
     renewal_problems,
 )
-from sender_sim.resend import ResendResult, plan_resend
+from sender_sim.resend import ResendPlan, ResendResult, plan_resend
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.transitions import Step, new_delivery, redrive
 from sender_sim.wire import WireStamps
@@ -339,6 +339,7 @@ class Simulator:
         assert change is not None
         removed = self.store.delete_endpoint(endpoint_id, change)
         self._endpoints.pop(endpoint_id, None)
+        self._events.clear()  # some events are history_unavailable now: no stale status
         return removed
 
     def endpoints(self) -> list[Endpoint]:
@@ -728,16 +729,41 @@ class Simulator:
         retained deliveries (even delivered ones), or event-only / dead-letter events to the
         endpoints active and subscribed now. Raises ``ResendRefused``
         (``WEBHOOK_DELIVERY_NOT_REPLAYABLE``) when any id is not eligible."""
+        wanted = list(dict.fromkeys(ids))
+        plan = self._plan_resend(wanted, actor, deadline_at, dry_run=False)
+        if plan.ineligible:
+            raise ResendRefused(plan.ineligible)
+        if not self.store.apply_all(plan.changes, plan.inserts, plan.clear_status):
+            raise ResendRefused({i: "concurrent_change" for i in wanted})
+        for event_id in plan.clear_status:
+            self._events.pop(event_id, None)  # no longer event-only: no stale status
+        return ResendResult(
+            tuple(c.before.delivery_id for c in plan.changes),
+            tuple(s.delivery.delivery_id for s in plan.inserts),
+            plan.by_id,
+        )
+
+    def resend_refusals(
+        self, ids: Sequence[str], *, actor: str = "check", deadline_at: datetime | None = None
+    ) -> dict[str, str]:
+        """Why :meth:`resend` of ``ids`` would be refused now, by id (empty: it would queue
+        them). Changes nothing: what a page shows before offering the resend."""
+        wanted = list(dict.fromkeys(ids))
+        return self._plan_resend(wanted, actor, deadline_at, dry_run=True).ineligible
+
+    def _plan_resend(
+        self, wanted: Sequence[str], actor: str, deadline_at: datetime | None, *, dry_run: bool
+    ) -> ResendPlan:
         if not actor or not actor.strip():
             raise ConfigurationError("a resend needs an actor (who asks for it)")
         deadline = None if deadline_at is None else require_aware(deadline_at, "resend deadline")
         now = self.clock.now()
-        wanted = list(dict.fromkeys(ids))
 
         def make(event: Event, endpoint_id: str, deadline: datetime) -> Step:
             endpoint = self._endpoint(endpoint_id)
             step = new_delivery(
-                delivery_id=self._new_id("del", now),
+                # a dry run draws no id: the id sequence stays what the real resend would see
+                delivery_id="del_dry_run" if dry_run else self._new_id("del", now),
                 event=event,
                 endpoint_id=endpoint_id,
                 destination_url=endpoint.url,
@@ -750,7 +776,7 @@ class Simulator:
             details = dict(step.row.details, resent_event=event.event_id)
             return Step(step.delivery, replace(step.row, cause="resent_new", details=details))
 
-        plan = plan_resend(
+        return plan_resend(
             self.store,
             wanted,
             actor=actor,
@@ -758,15 +784,6 @@ class Simulator:
             policy=self.policy,
             deadline_at=deadline,
             make_delivery=make,
-        )
-        if plan.ineligible:
-            raise ResendRefused(plan.ineligible)
-        if not self.store.apply_all(plan.changes, plan.inserts, plan.clear_status):
-            raise ResendRefused({i: "concurrent_change" for i in wanted})
-        return ResendResult(
-            tuple(c.before.delivery_id for c in plan.changes),
-            tuple(s.delivery.delivery_id for s in plan.inserts),
-            plan.by_id,
         )
 
     # -- redrive -------------------------------------------------------------------------------

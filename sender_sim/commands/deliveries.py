@@ -22,7 +22,14 @@ from receiver.commands.console import make_console, print_table
 from sender_sim.commands.options import db_option, json_option
 from sender_sim.commands.support import open_store, parse_deadline, session_clock
 from sender_sim.exceptions import StoreError
-from sender_sim.inspection import EXPORT_LIMIT, HTTP_CLASSES, STATUSES, Row, RowFilter, RowKind
+from sender_sim.inspection import (
+    EXPORT_LIMIT,
+    HTTP_CLASSES,
+    STATUSES,
+    RowFilter,
+    RowKind,
+    row_json,
+)
 from sender_sim.records import rfc3339
 from sender_sim.simulator import Simulator
 
@@ -94,24 +101,6 @@ def deliveries_group(ctx: click.Context) -> None:
         click.echo(ctx.get_help())
 
 
-def _row_json(row: Row) -> dict[str, Any]:
-    d = row.delivery
-    return {
-        "kind": row.kind.value,
-        "event_id": row.event.event_id,
-        "event_type": row.event.type,
-        "business_key": row.business_key,
-        "event_time": rfc3339(row.event_time),
-        "delivery_id": d.delivery_id if d else None,
-        "endpoint_id": row.endpoint_id,
-        "status": row.status,
-        "reason": d.reason.value if d and d.reason else None,
-        "http_class": row.http_class,
-        "attempts": d.attempt if d else None,
-        "delivery_time": rfc3339(row.delivery_time) if row.delivery_time else None,
-    }
-
-
 @deliveries_group.command("list")
 @filter_options
 @click.option("--limit", type=click.IntRange(min=1), default=None, help="At most N rows.")
@@ -124,7 +113,7 @@ def deliveries_list_command(limit: int | None, db: str, as_json: bool, **options
         sim = Simulator(store, clock=session_clock(store, virtual=True))
         found = sim.rows(_filter(sim, options))[:limit]
         if as_json:
-            click.echo(json.dumps([_row_json(r) for r in found], indent=2))
+            click.echo(json.dumps([row_json(r) for r in found], indent=2))
             return 0
         out = make_console()
         if not found:

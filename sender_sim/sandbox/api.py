@@ -1,13 +1,15 @@
 """The dashboard's JSON API under ``/api/`` (the page's actions, for scripts and the CLI).
 
 Reads: ``GET /api/csrf`` (the token a state-changing call sends as ``X-CSRF-Token``),
-``GET /api/deliveries`` (the list filters as query parameters, ``limit`` up to 1000),
-``GET /api/deliveries/export.csv``, ``GET /api/deliveries/{id}``, ``GET /api/dlq``,
+``GET /api/deliveries`` (the library's rows — deliveries and event-only events — newest first; the
+library's filters as query parameters, ``limit`` up to 1000), ``GET /api/deliveries/export.csv``
+(the library's CSV), ``GET /api/deliveries/{id}``, ``GET /api/events/{id}``, ``GET /api/dlq``,
 ``GET /api/faults``, ``GET /api/metrics``. Writes (JSON bodies; ``Origin`` and the token checked by
 :mod:`.security`): ``POST /api/events`` (publish; 201), ``POST /api/deliveries/resend``
-(``{"ids": [...], "actor": ...}``: 1–100, atomic; 202, or 409 ``WEBHOOK_DELIVERY_NOT_REPLAYABLE``
-with ``ineligible``), ``POST /api/deliveries/redrive`` (``ids``, ``actor``, ``reason``,
-``deadline``; 202, or 409 refused), ``POST /api/faults`` (``{"name", "on", "options"}``).
+(``{"ids": [...], "actor": ...}``: delivery or event ids, the library's resend, 1–100, atomic;
+202 with ``by_id``, or 409 ``WEBHOOK_DELIVERY_NOT_REPLAYABLE`` with the library's
+``ineligible``), ``POST /api/deliveries/redrive`` (``ids``, ``actor``, ``reason``, ``deadline``;
+202, or 409 refused), ``POST /api/faults`` (``{"name", "on", "options"}``).
 Every refusal is ``application/problem+json``; ``code`` is set where the refusal has a stable code.
 """
 
@@ -118,14 +120,14 @@ def api_routes(engine: SandboxEngine) -> list[BaseRoute]:
             limit = min(int(request.query_params.get("limit", "100")), MAX_LIST)
         except ValueError:
             raise _Refusal(400, "bad-filter", "Bad limit", "limit must be a number") from None
-        found = await run_in_threadpool(queries.rows, engine.sim, where, limit=max(limit, 1))
+        found = await run_in_threadpool(views.list_rows, engine, where, max(limit, 1))
         return JSONResponse({"rows": [views.row_dict(r) for r in found]})
 
     async def export(request: Request) -> Response:
         where = _where(request)
         out = io.StringIO()
         try:
-            count = await run_in_threadpool(queries.export_csv, engine.sim, where, out)
+            count = await run_in_threadpool(engine.sim.export_csv, where, out)
         except queries.ExportTooLarge as error:
             raise _Refusal(
                 422,
@@ -150,6 +152,14 @@ def api_routes(engine: SandboxEngine) -> list[BaseRoute]:
         except NotFound as error:
             raise _Refusal(404, "not-found", "No such delivery", str(error)) from None
         return JSONResponse(views.delivery_dict(view))
+
+    async def event(request: Request) -> Response:
+        try:
+            event_id = request.path_params["event_id"]
+            view = await run_in_threadpool(views.event_view, engine, event_id)
+        except NotFound as error:
+            raise _Refusal(404, "not-found", "No such event", str(error)) from None
+        return JSONResponse(views.event_dict(view))
 
     async def publish(request: Request) -> Response:
         document = await _json(request)
@@ -182,11 +192,16 @@ def api_routes(engine: SandboxEngine) -> list[BaseRoute]:
             ) from None
         except SimulatorError as error:
             raise _Refusal(400, "bad-resend", "Cannot resend", str(error)) from None
-        queued = [
-            {"source": s, "delivery_id": d}
-            for s, d in zip(result.sources, result.delivery_ids, strict=True)
-        ]
-        return JSONResponse({"queued": queued, "actor": result.actor}, status_code=202)
+        return JSONResponse(
+            {
+                "result": "queued",
+                "actor": _text(document, "actor"),
+                "by_id": {k: list(v) for k, v in result.by_id.items()},
+                "delivery_ids": list(result.delivery_ids),
+                "new_delivery_ids": list(result.new_delivery_ids),
+            },
+            status_code=202,
+        )
 
     async def redrive(request: Request) -> Response:
         document = await _json(request)
@@ -245,6 +260,7 @@ def api_routes(engine: SandboxEngine) -> list[BaseRoute]:
         Route("/deliveries/redrive", _refusals(redrive), methods=["POST"]),
         Route("/deliveries/{delivery_id}", _refusals(delivery), methods=["GET"]),
         Route("/events", _refusals(publish), methods=["POST"]),
+        Route("/events/{event_id}", _refusals(event), methods=["GET"]),
         Route("/dlq", _refusals(dlq), methods=["GET"]),
         Route("/faults", _refusals(faults), methods=["GET"]),
         Route("/faults", _refusals(toggle), methods=["POST"]),

@@ -8,9 +8,10 @@ the endpoint's pending deliveries (under a virtual clock until they settle, unde
 whatever is due now); :meth:`SandboxEngine.run` is the live loop the terminal and the dashboard
 share, woken by :meth:`SandboxEngine.kick`. Faults are toggled by name while it runs (a new
 :class:`~sender_sim.faults.FaultPlan` is installed on the simulator). Redrive is the simulator's
-audited decision, and its result is reported too; a resend (:mod:`.queries`) queues a new
-delivery of a settled delivery's event. The ``a``-prefixed methods run the writes in a worker thread
-so a web server's event loop never waits on SQLite.
+audited decision, and its result is reported too; a resend is the simulator's too (one more real
+attempt of a settled delivery, or an event-only or dead-letter event sent to the endpoints active
+and subscribed now; the sandbox sends what lands on its own endpoint). The ``a``-prefixed methods
+run the writes in a worker thread so a web server's event loop never waits on SQLite.
 
 Every subscriber gets :class:`SandboxEvent` values: one per ledger row (each attempt, transition
 and note, as it is written), and one per publish, fault toggle, redrive decision or error. No
@@ -324,28 +325,34 @@ class SandboxEngine:
             self._seen[delivery_id] = before[delivery_id]
         return result
 
-    def resend(self, delivery_ids: Sequence[str], *, actor: str) -> queries.ResendResult:
-        """A new delivery of each one's event, all or none (:func:`.queries.resend`); reported.
-        Raises ``ResendRefused`` naming the ineligible ones (nothing queued)."""
-        ids = [self._resolved_or_as_is(i) for i in delivery_ids]
+    def resend(self, ids: Sequence[str], *, actor: str) -> queries.ResendResult:
+        """The library's resend (:meth:`~sender_sim.simulator.Simulator.resend`) of delivery ids
+        (or unique prefixes) and event ids, all or none; reported. Raises ``ResendRefused``
+        naming the ineligible ones (nothing queued)."""
+        wanted = [self._resolved_or_as_is(i) for i in ids if i.strip()]
         try:
-            result = queries.resend(
-                self.sim, ids, actor=actor, deadline_at=self.sim.now() + self.deadline
-            )
+            result = self.sim.resend(wanted, actor=actor)
         except queries.ResendRefused as refused:
             self._tell(SandboxEvent("refused", str(refused)))
             raise
-        for source, new in zip(result.sources, result.delivery_ids, strict=True):
-            self._seen[new] = 0
-            self._order[new] = len(self._order)
-            self._tell(SandboxEvent("resend", f"resend by {actor}: {source} as {new}", new))
+        for item, queued in result.by_id.items():
+            for delivery_id in queued:
+                # the resend wrote one row (resent, or the new delivery's creation): report it
+                rows = self.sim.ledger(delivery_id)
+                self._seen[delivery_id] = rows[-2].seq if len(rows) > 1 else 0
+                self._order.setdefault(delivery_id, len(self._order))
+            self._tell(
+                SandboxEvent(
+                    "resend", f"resend by {actor}: {item} queued {', '.join(queued)}", queued[0]
+                )
+            )
         return result
 
     def _resolved_or_as_is(self, text: str) -> str:
         try:
             return self.resolve(text) if text.strip() else text
         except NotFound:
-            return text  # refused below with the others, as "no such delivery"
+            return text  # an event id, or refused by the library with the others (not_found)
 
     async def apublish(
         self,
@@ -372,9 +379,9 @@ class SandboxEngine:
         await self.kick()
         return result
 
-    async def aresend(self, delivery_ids: Sequence[str], *, actor: str) -> queries.ResendResult:
+    async def aresend(self, ids: Sequence[str], *, actor: str) -> queries.ResendResult:
         """:meth:`resend` in a worker thread, then :meth:`kick`."""
-        result = await asyncio.to_thread(self.resend, delivery_ids, actor=actor)
+        result = await asyncio.to_thread(self.resend, ids, actor=actor)
         await self.kick()
         return result
 

@@ -5,6 +5,11 @@ The templates in ``templates_html/`` render these values; the JSON API serialise
 classification, answer, latency, response sample), the request as sent (from the
 :class:`~sender_sim.sandbox.wiretap.WireTap`, else rebuilt), the body pretty-printed and exact,
 the ledger once, the deadline and the time left, and which actions are possible now or why not.
+:func:`event_view` is the event page (an event-only row has no delivery): its status, body and
+retained deliveries, and whether the library's resend would take it now. The list's rows are the
+library's (:func:`list_rows`); a resend is possible exactly when
+:meth:`~sender_sim.simulator.Simulator.resend_refusals` finds nothing against it, and otherwise
+the page shows the library's reason.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
+from urllib.parse import quote
 
 from sender_sim.commands.support import describe_row, transition_text
 from sender_sim.exceptions import ConfigurationError
@@ -37,19 +43,23 @@ __all__ = [
     "Action",
     "AttemptView",
     "DeliveryView",
+    "EventView",
     "LedgerView",
+    "ListRow",
     "actions_for",
     "delivery_view",
+    "event_view",
+    "list_rows",
     "parse_filter",
     "row_dict",
     "time_left",
 ]
 
 _SCHEDULE_KEYS = ("start", "next_at", "due")
-TIME_FILTERS = ("event_from", "event_to", "delivered_from", "delivered_to")
-TEXT_FILTERS = ("status", "http_class", "endpoint_id", "business_key")
-FILTER_FIELDS = (*TIME_FILTERS, *TEXT_FILTERS)
+FILTER_FIELDS = queries.FILTER_FIELDS
 """The list's filters: the query parameters of ``/``, ``/export.csv`` and ``/api/deliveries``."""
+TIME_FILTERS = ("event_from", "event_to", "delivered_from", "delivered_to")
+TEXT_FILTERS = tuple(f for f in FILTER_FIELDS if f not in TIME_FILTERS)
 
 
 @dataclass(frozen=True)
@@ -111,12 +121,45 @@ def _time(name: str, text: str) -> datetime:
 
 
 def parse_filter(params: Mapping[str, str]) -> queries.RowFilter:
-    """A :class:`~.queries.RowFilter` from query parameters (blank ones ignored);
-    ``ConfigurationError`` for a bad value."""
-    given = {k: params.get(k, "").strip() for k in (*TIME_FILTERS, *TEXT_FILTERS, "kind")}
+    """The library's :class:`~sender_sim.inspection.RowFilter` from query parameters (blank
+    ones ignored); ``ConfigurationError`` (the library's) for a bad value."""
+    given = {k: params.get(k, "").strip() for k in FILTER_FIELDS}
     times = {k: _time(k, given[k]) if given[k] else None for k in TIME_FILTERS}
-    texts = {k: given[k] or None for k in (*TEXT_FILTERS, "kind")}
+    texts = {k: given[k] or None for k in TEXT_FILTERS}
     return queries.RowFilter(**times, **texts)  # type: ignore[arg-type]
+
+
+@dataclass(frozen=True)
+class ListRow:
+    """One row of the list: the library's row, and the last attempt to show its answer."""
+
+    row: queries.Row
+    last: Attempt | None
+
+    @property
+    def link(self) -> str:
+        d = self.row.delivery
+        if d is not None:
+            return f"/deliveries/{quote(d.delivery_id, safe='')}"
+        return f"/events/{quote(self.row.event.event_id, safe='')}"
+
+
+def list_rows(engine: SandboxEngine, where: queries.RowFilter, limit: int) -> list[ListRow]:
+    """The library's rows for ``where``, newest first, each with its last attempt."""
+    found = queries.newest_first(engine.sim, where, limit)
+    out = []
+    for row in found:
+        attempts = engine.sim.attempts(row.delivery.delivery_id) if row.delivery else []
+        out.append(ListRow(row, attempts[-1] if attempts else None))
+    return out
+
+
+def resend_action(engine: SandboxEngine, item: str) -> Action:
+    """Whether the library's resend would take ``item`` (a delivery or event id) now."""
+    refusals = engine.sim.resend_refusals([item])
+    if not refusals:
+        return Action("resend", True)
+    return Action("resend", False, "; ".join(dict.fromkeys(refusals.values())))
 
 
 def time_left(delivery: Delivery, now: datetime) -> str:
@@ -157,15 +200,14 @@ def _answer(attempt: Attempt) -> str:
 
 
 def actions_for(engine: SandboxEngine, delivery: Delivery) -> tuple[Action, ...]:
-    """Resend and redrive: possible now, or why not."""
+    """Resend (the library's eligibility) and redrive: possible now, or why not."""
+    resend = resend_action(engine, delivery.delivery_id)
     if delivery.state in (State.SCHEDULED, State.LEASED):
         due = delivery.next_attempt_at
         owned = f"it is {delivery.state.value}: automatic processing owns it" + (
             f" (next attempt due {rfc3339(due)})" if due else ""
         )
-        return (Action("resend", False, owned), Action("redrive", False, owned))
-    blocked = queries.endpoint_problem(engine.sim, delivery.endpoint_id)
-    resend = Action("resend", True) if blocked is None else Action("resend", False, blocked)
+        return (resend, Action("redrive", False, owned))
     if delivery.state is State.DEAD_LETTER:
         return (resend, Action("redrive", True))
     return (
@@ -224,26 +266,55 @@ def delivery_view(engine: SandboxEngine, delivery_id: str) -> DeliveryView:
     )
 
 
-def row_dict(row: queries.Row) -> dict[str, Any]:
-    """One list row as JSON."""
-    d = row.delivery
+def row_dict(item: ListRow) -> dict[str, Any]:
+    """One list row as JSON: the CLI's ``deliveries list --json`` row, and the last answer."""
+    last = item.last
+    return queries.row_json(item.row) | {
+        "last_status": last.status if last else None,
+        "last_classification": last.classification if last else None,
+    }
+
+
+@dataclass(frozen=True)
+class EventView:
+    """The event page: an event (event-only or not), its deliveries and the resend action."""
+
+    event: Event
+    deliveries: tuple[Delivery, ...]
+    resend: Action
+    body_pretty: str
+    body_sha256: str
+
+    @property
+    def status(self) -> str:
+        return self.event.status.value if self.event.status else "has deliveries"
+
+
+def event_view(engine: SandboxEngine, event_id: str) -> EventView:
+    """The event page's data (``NotFound`` for an unknown id)."""
+    event = engine.sim.event(event_id)
+    retained = engine.sim.store.event_deliveries(event.event_id)
+    return EventView(
+        event=event,
+        deliveries=tuple(retained),
+        resend=resend_action(engine, event.event_id),
+        body_pretty=_pretty(event.body),
+        body_sha256=hashlib.sha256(event.body).hexdigest(),
+    )
+
+
+def event_dict(view: EventView) -> dict[str, Any]:
+    """The event page's data as JSON."""
+    e = view.event
     return {
-        "kind": row.kind,
-        "delivery_id": d.delivery_id,
-        "event_id": d.event_id,
-        "event_type": row.event.type,
-        "business_key": d.business_key,
-        "endpoint_id": d.endpoint_id,
-        "status": d.state.value,
-        "reason": d.reason.value if d.reason else None,
-        "attempts": row.attempts,
-        "max_attempts": d.max_attempts,
-        "http_class": row.http_class,
-        "last_status": row.last.status if row.last else None,
-        "last_classification": row.last.classification if row.last else None,
-        "event_at": rfc3339(row.event.occurred_at),
-        "delivered_at": rfc3339(row.delivered_at) if row.delivered_at else None,
-        "deadline_at": rfc3339(d.deadline_at),
+        "event_id": e.event_id,
+        "event_type": e.type,
+        "business_key": e.business_key,
+        "status": e.status.value if e.status else None,
+        "event_time": rfc3339(e.occurred_at),
+        "body": e.body.decode("utf-8", "replace"),
+        "deliveries": [d.delivery_id for d in view.deliveries],
+        "actions": {"resend": {"possible": view.resend.possible, "why_not": view.resend.why_not}},
     }
 
 

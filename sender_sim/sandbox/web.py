@@ -2,16 +2,18 @@
 rendered by Jinja2 templates (``templates_html/``, autoescaped), its script and style served from
 ``static/`` (no CDN, no build step).
 
-Pages: ``/`` (publish form and the live deliveries list, filtered by status, HTTP class, endpoint,
-business key and event/delivery time; the list refreshes itself from ``/fragments/deliveries``),
+Pages: ``/`` (publish form and the live list of the library's rows — deliveries and event-only
+events — filtered by the library's filters: row kind, status, HTTP class, endpoint, business key
+and event/delivery time; the list refreshes itself from ``/fragments/deliveries``),
 ``/deliveries/{id}`` (the attempt timeline, the request as sent, the body pretty and exact, the
 response samples, the ledger, deadline and time left, and the actions possible now),
+``/events/{id}`` (an event, event-only or not: its status, body, deliveries and resend),
 ``/dlq`` (dead letters by reason and business key, bulk redrive or resend of 1–100 selected),
 ``/faults`` (toggles with their state), ``/metrics`` (the simulator's metrics and an SVG chart of
 attempts over time by classification), ``/export.csv`` (the filtered list as CSV; more than 5000
-rows is a 422 ``EXPORT_TOO_LARGE`` problem). Forms post to ``/publish``, ``/faults``, ``/redrive``
-and ``/resend`` and redirect (303) back, where a confirmation says what was queued. The JSON API
-under ``/api/`` is :mod:`.api`.
+rows is the library's ``EXPORT_TOO_LARGE``, a 422 problem). Forms post to ``/publish``,
+``/faults``, ``/redrive`` and ``/resend`` and redirect (303) back, where a confirmation says what
+was queued. The JSON API under ``/api/`` is :mod:`.api`.
 
 Security (:mod:`.security`): loopback ``Host`` only (403), ``Origin`` and a CSRF token on every
 state-changing request (403), framing denied, a strict Content-Security-Policy. Writes run in a
@@ -49,7 +51,7 @@ from sender_sim.exceptions import (
     RedriveRefused,
     SimulatorError,
 )
-from sender_sim.records import DeadLetterReason, State, format_duration, rfc3339
+from sender_sim.records import DeadLetterReason, format_duration, rfc3339
 from sender_sim.sandbox import queries, views
 from sender_sim.sandbox.api import api_routes, problem_response
 from sender_sim.sandbox.chart import attempts_chart
@@ -166,13 +168,15 @@ class Dashboard:
             where = views.parse_filter(params)
         except ConfigurationError as error:
             return self.problem(request, 400, "bad-filter", "Bad filter", str(error))
-        found = queries.rows(self.engine.sim, where, limit=_LIST_LIMIT)
+        found = views.list_rows(self.engine, where, _LIST_LIMIT)
         return {
             "rows": found,
             "limit": _LIST_LIMIT,
+            "export_limit": queries.EXPORT_LIMIT,
             "filters": {k: params.get(k, "") for k in views.FILTER_FIELDS},
             "filter_query": _filter_query(params),
-            "statuses": [s.value for s in State],
+            "kinds": [k.value for k in queries.RowKind],
+            "statuses": queries.STATUSES,
             "http_classes": queries.HTTP_CLASSES,
         }
 
@@ -200,6 +204,13 @@ class Dashboard:
         except NotFound as error:
             return self.problem(request, 404, "not-found", "No such delivery", str(error))
         return self.render(request, "delivery.html", {"view": view, "d": view.delivery})
+
+    def event(self, request: Request) -> Response:
+        try:
+            view = views.event_view(self.engine, request.path_params["event_id"])
+        except NotFound as error:
+            return self.problem(request, 404, "not-found", "No such event", str(error))
+        return self.render(request, "event.html", {"view": view, "e": view.event})
 
     def body(self, request: Request) -> Response:
         """The event body, byte-exact (a download)."""
@@ -256,7 +267,7 @@ class Dashboard:
             return self.problem(request, 400, "bad-filter", "Bad filter", str(error))
         out = io.StringIO()
         try:
-            count = queries.export_csv(self.engine.sim, where, out)
+            count = self.engine.sim.export_csv(where, out)
         except queries.ExportTooLarge as error:
             return self.problem(
                 request,
@@ -371,8 +382,9 @@ class Dashboard:
         form = await self._form(request)
         if isinstance(form, Response):
             return form
+        actor = self._one(form, "actor")
         try:
-            result = await self.engine.aresend(self._ids(form), actor=self._one(form, "actor"))
+            result = await self.engine.aresend(self._ids(form), actor=actor)
         except queries.ResendRefused as refused:
             return self.problem(
                 request,
@@ -385,13 +397,16 @@ class Dashboard:
             )
         except SimulatorError as error:
             return self.problem(request, 400, "bad-resend", "Cannot resend", str(error))
-        pairs = tuple(zip(result.sources, result.delivery_ids, strict=True))
+        queued = [d for ids in result.by_id.values() for d in ids]
         notice = Notice(
-            f"Resend queued {len(pairs)} new deliver{'y' if len(pairs) == 1 else 'ies'}",
-            tuple(f"{src} -> {new}" for src, new in pairs),
-            tuple((new, f"/deliveries/{quote(new)}") for _, new in pairs),
+            f"Resend by {actor}: queued {len(queued)} deliver{'y' if len(queued) == 1 else 'ies'}",
+            tuple(
+                f"{item}: {'one more attempt' if ids == (item,) else 'as ' + ', '.join(ids)}"
+                for item, ids in result.by_id.items()
+            ),
+            tuple((d, f"/deliveries/{quote(d)}") for d in queued),
         )
-        target = f"/deliveries/{quote(pairs[0][1])}" if len(pairs) == 1 else "/"
+        target = f"/deliveries/{quote(queued[0])}" if len(queued) == 1 else "/"
         return self.redirect(target, notice)
 
 
@@ -418,6 +433,7 @@ def create_dashboard(engine: SandboxEngine, *, token: str | None = None) -> Star
             Route("/fragments/deliveries", _threaded(board.fragment), methods=["GET"]),
             Route("/deliveries/{delivery_id}", _threaded(board.delivery), methods=["GET"]),
             Route("/deliveries/{delivery_id}/body", _threaded(board.body), methods=["GET"]),
+            Route("/events/{event_id}", _threaded(board.event), methods=["GET"]),
             Route("/dlq", _threaded(board.dlq), methods=["GET"]),
             Route("/faults", _threaded(board.faults_page), methods=["GET"]),
             Route("/metrics", _threaded(board.metrics), methods=["GET"]),

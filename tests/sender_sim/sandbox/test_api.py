@@ -97,6 +97,8 @@ async def test_publish_list_filters_and_the_delivery_as_sent(
 async def test_resend_is_atomic_with_a_stable_refusal_code(
     api: Api, receiver: ScriptedReceiver
 ) -> None:
+    """The library's resend (Simulator.resend): its refusal code and reasons, and one more real
+    attempt of the same delivery (not a new delivery, as the sandbox's stand-in queued)."""
     done = await api.publish(event_type="invoice.paid")
     pending = api.engine.publish("invoice.paid")  # not run: still scheduled
     before = len(api.engine.deliveries())
@@ -106,18 +108,19 @@ async def test_resend_is_atomic_with_a_stable_refusal_code(
     assert refused.status_code == 409
     problem = refused.json()
     assert problem["code"] == "WEBHOOK_DELIVERY_NOT_REPLAYABLE"
-    assert list(problem["ineligible"]) == [pending]
-    assert "scheduled" in problem["ineligible"][pending]
+    assert problem["ineligible"] == {pending: "pending"}  # the library's reason
     assert len(api.engine.deliveries()) == before  # nothing queued
+    assert api.engine.sim.delivery(done).attempt == 1
 
-    for body, detail in [
-        ({"ids": [], "actor": "a"}, "1 to 100"),
-        ({"ids": [f"del_{i}" for i in range(101)], "actor": "a"}, "1 to 100"),
-        ({"ids": [done], "actor": ""}, "actor"),
-        ({"ids": "nope", "actor": "a"}, "list"),
+    for body, status, detail in [
+        ({"ids": [], "actor": "a"}, 409, "1 to 100"),
+        ({"ids": [f"del_{i}" for i in range(101)], "actor": "a"}, 409, "1 to 100"),
+        ({"ids": ["del_nope"], "actor": "a"}, 409, "del_nope: not_found"),
+        ({"ids": [done], "actor": ""}, 400, "actor"),
+        ({"ids": "nope", "actor": "a"}, 400, "list"),
     ]:
         response = await api.web.post("/api/deliveries/resend", json=body)
-        assert response.status_code == 400, body
+        assert response.status_code == status, body
         assert detail in response.json()["detail"]
 
     receiver.received.clear()
@@ -125,17 +128,63 @@ async def test_resend_is_atomic_with_a_stable_refusal_code(
         "/api/deliveries/resend", json={"ids": [done], "actor": "ops@example.com"}
     )
     assert queued.status_code == 202
-    ((item),) = queued.json()["queued"]
-    assert item["source"] == done
-    assert api.engine.sim.delivery(item["delivery_id"]).state is State.DELIVERED
-    original = api.engine.sim.delivery(done)
-    assert api.engine.sim.delivery(item["delivery_id"]).event_id == original.event_id
-    (sent,) = [
-        r for r in receiver.received if r.headers["hookproof-delivery-id"] == item["delivery_id"]
-    ]
-    assert sent.headers["webhook-id"] == original.event_id  # the same event: receivers dedupe
+    answer = queued.json()
+    assert answer["by_id"] == {done: [done]}
+    assert (answer["delivery_ids"], answer["new_delivery_ids"]) == ([done], [])
+    resent = api.engine.sim.delivery(done)
+    assert (resent.state, resent.attempt, resent.resends) == (State.DELIVERED, 2, 1)
+    (sent,) = [r for r in receiver.received if r.headers["hookproof-delivery-id"] == done]
+    assert sent.headers["webhook-id"] == resent.event_id  # the same event: receivers dedupe
     ledger = [r.cause for r in api.engine.sim.ledger(done)]
     assert "resent" in ledger
+
+
+async def test_event_only_rows_are_listed_and_resent_through_the_library(
+    api: Api, receiver: ScriptedReceiver
+) -> None:
+    sim = api.engine.sim
+    sim.add_endpoint("old", receiver.url, [SECRET])
+    gone = sim.publish(
+        endpoint_id="old", deadline_at=sim.now() + timedelta(hours=1), event_type="invoice.paid"
+    )
+    event_id = sim.delivery(gone).event_id
+    assert sim.event(event_id).status is None  # read (and cached) before the deletion
+    sim.delete_endpoint("old", actor="ops@example.com")  # the event: history_unavailable
+    assert sim.event(event_id).status == "history_unavailable"
+    kept = await api.publish(event_type="invoice.paid")
+
+    rows = (await api.web.get("/api/deliveries")).json()["rows"]
+    assert [(r["kind"], r["status"], r["delivery_id"]) for r in rows] == [
+        ("delivery", "delivered", kept),
+        ("event", "history_unavailable", None),
+    ]
+    only = (await api.web.get("/api/deliveries?kind=event")).json()["rows"]
+    assert [r["event_id"] for r in only] == [event_id]
+    page = await api.web.get("/")
+    assert f'href="/events/{event_id}"' in page.text
+    assert "history_unavailable" in page.text
+    event_page = await api.web.get(f"/events/{event_id}")
+    assert event_page.status_code == 200
+    assert 'id="resend-form"' in event_page.text
+    detail = (await api.web.get(f"/api/events/{event_id}")).json()
+    assert detail["status"] == "history_unavailable"
+    assert detail["actions"]["resend"] == {"possible": True, "why_not": ""}
+    assert (await api.web.get("/api/events/evt_nope")).status_code == 404
+
+    receiver.received.clear()
+    queued = await api.web.post(
+        "/api/deliveries/resend", json={"ids": [event_id], "actor": "ops@example.com"}
+    )
+    assert queued.status_code == 202
+    (new,) = queued.json()["by_id"][event_id]
+    assert queued.json()["new_delivery_ids"] == [new]
+    delivered = sim.delivery(new)
+    assert (delivered.endpoint_id, delivered.state) == ("app", State.DELIVERED)
+    assert [r.headers["webhook-id"] for r in receiver.received] == [event_id]
+    assert sim.event(event_id).status is None  # no longer event-only
+    again = (await api.web.get(f"/api/events/{event_id}")).json()
+    assert again["actions"]["resend"]["possible"] is False
+    assert again["actions"]["resend"]["why_not"] == "not_event_only_or_dead_letter"
 
 
 async def test_redrive_faults_and_metrics(api: Api, receiver: ScriptedReceiver) -> None:
@@ -183,8 +232,10 @@ async def test_csv_export_of_the_filtered_view_and_its_cap(
     assert every.headers["content-type"].startswith("text/csv")
     assert {r["delivery_id"] for r in _csv(every.text)} == {ok, gone}
     dead = _csv((await api.web.get("/api/deliveries/export.csv?status=dead_letter")).text)
-    assert [(r["delivery_id"], r["reason"], r["last_status"]) for r in dead] == [
-        (gone, "permanent_response", "410")
+    # the library's CSV columns (no last_status: the HTTP class of the last answer)
+    assert list(dead[0]) == list(queries.CSV_COLUMNS)
+    assert [(r["delivery_id"], r["reason"], r["http_class"]) for r in dead] == [
+        (gone, "permanent_response", "4xx")
     ]
 
     now = api.engine.sim.now()

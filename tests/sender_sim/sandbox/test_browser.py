@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
@@ -162,19 +162,53 @@ def test_a_dead_letter_is_redriven_from_the_dlq_form(page: Page, site: Site) -> 
 
 
 def test_a_delivered_one_is_resent(page: Page, site: Site) -> None:
-    # SWITCH: today the resend is sender_sim/sandbox/queries.py's stand-in (a new delivery of
-    # the same event); after issue 11 it is Simulator.resend, and this test must still pass.
+    # The library's resend (Simulator.resend): one more real attempt of the SAME delivery — same
+    # event id and body, signed afresh — not a new delivery as the sandbox's stand-in queued.
     site.script(200)
     delivery_id = _publish_with_the_form(page, "invoice.paid")
     event_id = site.engine.sim.delivery(delivery_id).event_id
     page.fill("#resend-form input[name=actor]", "dev@example.com")
+    with page.expect_navigation():
+        page.click("#resend-form button")
+    assert page.url.rsplit("/", 1)[1] == delivery_id
+    notice = page.locator("#notice").inner_text()
+    assert "Resend by dev@example.com: queued 1 delivery" in notice
+    assert f"{delivery_id}: one more attempt" in notice
+    assert "delivered" in page.locator("h1 .pill").inner_text()
+    attempts = page.locator("#attempts > li")
+    assert attempts.count() == 2
+    assert "HTTP 200" in attempts.nth(1).inner_text()
+    assert "RESEND requested by dev@example.com" in page.locator("#ledger").inner_text()
+    first, second = site.receiver.received
+    assert [first.headers["webhook-id"], second.headers["webhook-id"]] == [event_id, event_id]
+    assert first.headers["webhook-signature"] != second.headers["webhook-signature"]
+
+
+def test_an_event_only_row_is_listed_and_resent(page: Page, site: Site) -> None:
+    sim = site.engine.sim  # the server is idle between requests: set the scene directly
+    sim.add_endpoint("retired", site.receiver.url, [SECRET])
+    retired = sim.publish(
+        endpoint_id="retired", deadline_at=sim.now() + timedelta(hours=1), business_key="ev_1"
+    )
+    event_id = sim.delivery(retired).event_id
+    sim.delete_endpoint("retired", actor="dev@example.com")  # the event: history_unavailable
+    site.script(200)
+    page.goto("/?kind=event")
+    row = page.locator(f'tr[data-id="{event_id}"]')
+    assert row.get_attribute("data-kind") == "event"
+    assert row.locator(".kind").inner_text().lower() == "event"  # the row kind is shown
+    assert "history_unavailable" in row.inner_text()
+    row.locator("a.id").click()
+    page.wait_for_url(f"**/events/{event_id}")
+    assert "history_unavailable" in page.locator("h1 .pill").inner_text()
+    page.fill("#resend-form input[name=actor]", "dev@example.com")
     page.click("#resend-form button")
     page.wait_for_url("**/deliveries/del_*")
     new_id = page.url.rsplit("/", 1)[1]
-    assert new_id != delivery_id
-    assert "Resend queued 1 new delivery" in page.locator("#notice").inner_text()
+    assert f"{event_id}: as {new_id}" in page.locator("#notice").inner_text()
     assert "delivered" in page.locator("h1 .pill").inner_text()
-    assert [r.headers["webhook-id"] for r in site.receiver.received] == [event_id, event_id]
+    assert sim.delivery(new_id).endpoint_id == "app"
+    assert [r.headers["webhook-id"] for r in site.receiver.received] == [event_id]
 
 
 ROOT = Path(__file__).resolve().parents[3]

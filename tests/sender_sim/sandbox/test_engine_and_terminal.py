@@ -416,11 +416,13 @@ async def test_the_shell_resends_all_or_none(harness: Harness, receiver: Scripte
         "resend --actor ops",
     )
     text = "\n".join(out)
-    assert f"WEBHOOK_DELIVERY_NOT_REPLAYABLE: nothing queued; {pending}: it is scheduled" in text
+    # the library's refusal (Simulator.resend): its code, message and reason
+    assert f"WEBHOOK_DELIVERY_NOT_REPLAYABLE: nothing was queued; {pending}: pending" in text
     (line,) = [t for t in out if t.startswith("resend by ops@example.com:")]
-    new = line.rsplit(" as ", 1)[1]
-    assert harness.sim.delivery(new).state is State.DELIVERED
-    assert harness.sim.delivery(new).event_id == harness.sim.delivery(done).event_id
+    assert line == f"resend by ops@example.com: {done} queued {done}"  # the prefix resolved
+    assert "RESEND requested by ops@example.com" in text
+    resent = harness.sim.delivery(done)  # one more attempt of the same delivery
+    assert (resent.state, resent.attempt, resent.resends) == (State.DELIVERED, 2, 1)
     assert "error: usage: resend ID[,ID…] --actor A (missing ID)" in text
     assert harness.sim.delivery(pending).state is State.DELIVERED  # the pump ran it meanwhile
 
