@@ -3,8 +3,9 @@
 :class:`SenderHarness` opens the scenario's URL, runs the trigger (or, in manual mode, prints the
 URL), waits while the sender keeps trying — a scenario ends when ``quiet_period`` passes with no
 new attempt (extended by the Retry-After hookproof announced and by the declared delay before a
-retry the policy promises), or at once when attempts exceed ``max_attempts`` — then judges the
-history with :data:`~conformance.sender_check.judging.X_CHECKS`.
+retry the policy promises; after the last allowed attempt, lasting at least until one more attempt
+would be due, so an extra one is seen), or at once when attempts exceed ``max_attempts`` — then
+judges the history with :data:`~conformance.sender_check.judging.X_CHECKS`.
 
 Scenarios wait in real time, so :func:`execute_concurrently` runs up to ``jobs`` at once, each on
 its own URL, yielding the same events as :func:`conformance.engine.execute` (so the console, JSON,
@@ -202,9 +203,15 @@ class SenderHarness:
         declared = self.declared
         wait = declared.quiet_period_s + (last.retry_after_s or 0.0)
         verdict = declared.verdict(last.answer.outcome())
-        if verdict.action is Action.RETRY and last.number < declared.max_attempts:
+        if verdict.action is Action.RETRY:
             high = declared.delay_bounds(last.number)[1]
-            wait += high + declared.slack(high)
+            due = high + declared.slack(high)
+            if last.number < declared.max_attempts:
+                wait += due  # the promised retry: silence counts from when it is due
+            else:
+                # An attempt beyond max_attempts would come on the schedule too: wait at least
+                # until it is due, or a quiet period no longer than the delay races it.
+                wait = max(wait, due + (last.retry_after_s or 0.0))
         return last.ended + wait
 
     def _judge(self, scenario: Scenario, session: Session, duration: float) -> ScenarioResult:

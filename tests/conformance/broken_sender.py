@@ -118,8 +118,8 @@ def main() -> None:
             "webhook-signature": sign(used_key, sent_id, ts, sent),
         }
         delay = delays[min(attempt, len(delays) - 1)]
-        if bug == "fast-retries":
-            delay = 0.1
+        if bug == "fast-retries":  # at once: a busy machine only adds to the gap, and the
+            delay = 0.0  # judge allows down to 0.25 s, so every spare millisecond is margin
         if bug == "overlapping-retries":  # fire and move on: never waits for the answer
             threading.Thread(
                 target=fire, args=(url, sent, headers, timeout, delivered), daemon=True

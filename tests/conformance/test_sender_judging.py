@@ -8,9 +8,10 @@ from datetime import timedelta
 
 from conformance.sender_check.declared import Declared
 from conformance.sender_check.judging import X_CHECKS, History
-from conformance.sender_check.listener import Attempt
+from conformance.sender_check.listener import Attempt, Listener, Session
+from conformance.sender_check.runner import SenderHarness
 from conformance.sender_check.script import Answer, Kind
-from receiver.signing import VerifiedMessage
+from receiver.signing import Secret, VerifiedMessage, Verifier
 from sender_sim.policy import FixedSchedule, FullJitter, Policy
 
 S503 = Answer(Kind.STATUS, 503)
@@ -19,6 +20,7 @@ TWO_S = FixedSchedule((timedelta(0), timedelta(seconds=2)))
 FIXED = Declared(Policy(backoff=TWO_S, timeout=timedelta(seconds=1)))
 JITTER = Declared(Policy(backoff=FullJitter(timedelta(seconds=1), timedelta(seconds=4))))
 WALL = 1_800_000_000.0
+SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 
 def _attempt(
@@ -83,3 +85,19 @@ def test_follows_policy_and_the_slack_default() -> None:
     assert "stops on" in _check("follows_policy", FIXED, gone, _attempt(2, 2))[0]
     assert (FIXED.slack(1), FIXED.slack(60)) == (0.5, 6.0)
     assert Declared(FIXED.policy, slack_s=0.2).slack(60) == 0.2
+
+
+def test_a_scenario_waits_past_when_an_attempt_beyond_max_attempts_would_be_due() -> None:
+    """A quiet period no longer than the schedule's last delay would race a sender making one
+    attempt too many (it arrives as the silence ends): the wait covers its due time plus slack."""
+    schedule = FixedSchedule(tuple(timedelta(seconds=s) for s in (0, 1, 1.5)))
+    declared = Declared(Policy(backoff=schedule, max_attempts=3), slack_s=0.75, quiet_period_s=1.5)
+    harness = SenderHarness(
+        Listener(), declared, Verifier([Secret(SECRET)]), secrets=(SECRET,), trigger=None,
+        announce=print,
+    )  # fmt: skip
+    session = Session("sender.max-attempts", (S503,), harness.verifier, 2.75, 3)
+    session.attempts[:] = [_attempt(1, 0), _attempt(2, 1.0), _attempt(3, 2.5)]
+    assert harness._quiet_until(session) == 2.5 + 1.5 + 0.75  # the 4th is due at +1.5 s
+    session.attempts.pop()  # a retry the policy promises: silence counts from when it is due
+    assert harness._quiet_until(session) == 1.0 + 1.5 + 0.75 + 1.5

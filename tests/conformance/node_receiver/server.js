@@ -110,12 +110,15 @@ function variant(bug) {
   const inbox = new Map(); // key -> {eventId, state, deliveries}
   const effects = new Map(); // eventId -> count
   const seen = new Set();
+  const unawaited = []; // no-await-commit: writes under way, landing at the next request
+  const land = () => unawaited.splice(0).forEach((write) => write());
   const parser =
     bug === "express-json"
       ? express.json({ limit: MAX_BODY })
       : express.raw({ type: () => true, limit: MAX_BODY });
 
   router.post("/webhooks", parser, async (req, res, next) => {
+    land();
     try {
       const raw = Buffer.isBuffer(req.body) ? req.body : req.body || {};
       const eventId = req.headers["webhook-id"] || "";
@@ -149,7 +152,10 @@ function variant(bug) {
       if (known) {
         known.deliveries += 1;
         if (known.state === "committed") return res.json({ status: "already applied" });
-        if (bug === "in-flight-500") throw new Error("unique constraint failed: inbox.key");
+        if (bug === "in-flight-500") {
+          known.copyArrived();
+          throw new Error("unique constraint failed: inbox.key");
+        }
         res.set("Retry-After", "1");
         return problem(res, 503, "in-flight", "the first copy is being processed");
       }
@@ -160,10 +166,18 @@ function variant(bug) {
         row.state = "committed";
       };
       if (bug === "no-await-commit") {
-        res.json({ status: "accepted" });
-        await tick(100);
-        commit();
-        return undefined;
+        // The write is not awaited: it lands only after the next request (the probe read right
+        // after this 200, or another delivery), however fast or busy the machine is.
+        unawaited.push(commit);
+        return res.json({ status: "accepted" });
+      }
+      if (bug === "in-flight-500") {
+        // The handler's work lasts until a second copy has arrived (at most 2 s), so concurrent
+        // copies overlap even when a busy machine spreads their arrivals out.
+        await new Promise((resolve) => {
+          row.copyArrived = resolve;
+          setTimeout(resolve, 2000);
+        });
       }
       await tick(5); // the handler's work: concurrent copies overlap here
       commit();
@@ -178,6 +192,7 @@ function variant(bug) {
     const eventId = req.params.id;
     const rows = [...inbox.values()].filter((row) => row.eventId === eventId);
     const count = effects.get(eventId) || 0;
+    res.on("finish", land);
     if (!rows.length && !count) return res.sendStatus(404);
     const status = rows.every((row) => row.state === "committed") ? "committed" : "in_flight";
     const deliveries = rows.reduce((sum, row) => sum + row.deliveries, 0);
