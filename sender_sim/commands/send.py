@@ -270,23 +270,24 @@ async def _send(
             active=stored.active if stored else True,
             actor="hookproof send",
         )
-        delivery_id = sim.publish(
+        chosen_event_id = event_id or spec.event_id or f"evt_{uuid.uuid4().hex}"
+        delivery_id = f"del_{uuid.uuid4().hex}"
+        if not as_json:  # said before publishing: the first attempt is due the moment it is
+            out.print(
+                f"Sending event {chosen_event_id} as delivery {delivery_id} to {url} "
+                f"(scheme {scheme}, policy {policy.name}, "
+                f"{'virtual' if virtual else 'real'} time, deadline {rfc3339(deadline_at)})"
+            )
+        sim.publish(
             endpoint_id=endpoint_id,
             deadline_at=deadline_at,
             event_type=event_type or spec.event_type or DEFAULT_EVENT_TYPE,
             data=spec.data,
             body=spec.body,
             business_key=business_key,
-            event_id=event_id or spec.event_id or f"evt_{uuid.uuid4().hex}",
-            delivery_id=f"del_{uuid.uuid4().hex}",
+            event_id=chosen_event_id,
+            delivery_id=delivery_id,
         )
-        delivery = sim.delivery(delivery_id)
-        if not as_json:
-            out.print(
-                f"Sending event {delivery.event_id} as delivery {delivery_id} to {url} "
-                f"(scheme {scheme}, policy {policy.name}, "
-                f"{'virtual' if virtual else 'real'} time, deadline {rfc3339(deadline_at)})"
-            )
         await run_deliveries(sim, [delivery_id], on_row=None if as_json else row_printer(out))
         delivery = sim.delivery(delivery_id)
         explanation = sim.explain(delivery_id)
