@@ -3,9 +3,12 @@
 The floor is the same number of HTTP requests (webhooks and probe reads alike, counted by an httpx
 event hook during the catalogue run) sent one after another by a bare ``httpx.AsyncClient`` to a
 bare Starlette endpoint that answers 200, both served by uvicorn on loopback in this same run.
-The ratio says what the runner costs on top of HTTP itself: signing, scenario bookkeeping, the
-sender simulator's virtual-time scheduling and the reference receiver's durable SQLite commits
-(``synchronous=FULL``). Target: ≤ 3×. Run: ``.venv/bin/python bench/bench_conformance.py``.
+Each side's client is built before its clock starts (TLS context set-up is neither side's
+work), and the catalogue runs with ``--patience 0`` (real-time patience is the user's choice,
+excluded from the figure). The ratio says what the runner costs on top of HTTP itself: signing,
+scenario bookkeeping, the sender simulator's virtual-time scheduling and the reference receiver's
+durable SQLite commits (``synchronous=FULL``). Target: ≤ 1.5× (issues 9 and 14).
+Run: ``.venv/bin/python bench/bench_conformance.py``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
 
 ROUNDS = 3
+TARGET = 1.5
 TOKEN = "bench-probe-token"
 
 
@@ -62,23 +66,23 @@ async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
         count += 1
 
     last = _Last()
-    started = time.perf_counter()
     async with httpx.AsyncClient(
         event_hooks={"request": [counted]}, limits=httpx.Limits(max_connections=32)
     ) as client:
+        started = time.perf_counter()
         await run_check(settings, [last], client=client)
-    elapsed = time.perf_counter() - started
+        elapsed = time.perf_counter() - started
     assert last.finished is not None
     return elapsed, count, last.finished
 
 
 async def _floor(base: str, requests: int, body: bytes) -> float:
-    started = time.perf_counter()
     async with httpx.AsyncClient() as client:
+        started = time.perf_counter()
         for _ in range(requests):
             response = await client.post(f"{base}/webhooks", content=body)
             response.raise_for_status()
-    return time.perf_counter() - started
+        return time.perf_counter() - started
 
 
 async def _bare(request: Request) -> Response:
@@ -112,7 +116,7 @@ def main() -> int:
     print(f"scenarios: {scenarios} (all passed), HTTP requests per run: {requests}")
     print(f"catalogue against the reference receiver: {catalogue_s:.3f} s (median of {ROUNDS})")
     print(f"floor, bare httpx -> bare Starlette:      {floor_s:.3f} s (median of {ROUNDS})")
-    print(f"ratio: {catalogue_s / floor_s:.2f}x (target <= 3x)")
+    print(f"ratio: {catalogue_s / floor_s:.2f}x (target <= {TARGET:g}x)")
     return 0
 
 

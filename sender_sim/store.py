@@ -403,6 +403,21 @@ def _close(conn: sqlite3.Connection | None) -> None:
         conn.close()
 
 
+_TEMPLATE_LOCK = threading.Lock()
+_TEMPLATE: list[sqlite3.Connection] = []
+
+
+def _copy_migrated(conn: sqlite3.Connection) -> None:
+    """Make ``conn`` (a new in-memory database) a copy of one with every migration applied,
+    migrated once per process (a conformance run opens a ``":memory:"`` store per scenario)."""
+    with _TEMPLATE_LOCK:  # one template connection, never used by two threads at once
+        if not _TEMPLATE:
+            template = sqlite_db.connect(":memory:", synchronous="OFF")
+            sqlite_db.apply_migrations(template, MIGRATION_SET, _SCHEMA)
+            _TEMPLATE.append(template)
+        _TEMPLATE[0].backup(conn)
+
+
 class SQLiteStore:
     """The simulator's records in one SQLite database (a file path, or ``":memory:"``)."""
 
@@ -418,7 +433,9 @@ class SQLiteStore:
             )
             if self.path != ":memory:":
                 sqlite_db.enable_wal(conn, timeout_s=10.0)
-            sqlite_db.apply_migrations(conn, MIGRATION_SET, _SCHEMA)
+                sqlite_db.apply_migrations(conn, MIGRATION_SET, _SCHEMA)
+            else:  # a fresh copy of the migrated schema: ~0.03 ms instead of ~2 ms of migrating
+                _copy_migrated(conn)
         except UnknownMigrations as error:
             _close(conn)
             raise StoreError(

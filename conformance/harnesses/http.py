@@ -102,9 +102,14 @@ class WireHarness:
             probe_client=self.probe_client,
         )
         failures: list[Failure] = []
-        workdir = tempfile.TemporaryDirectory(prefix="hookproof-sender-")
+        # the sender simulator's directory, only for the scenarios that drive one
+        workdir = (
+            tempfile.TemporaryDirectory(prefix="hookproof-sender-")
+            if _sender_steps(scenario)
+            else None
+        )
         try:
-            driver = self._driver(run, scenario, Path(workdir.name))
+            driver = None if workdir is None else self._driver(run, scenario, Path(workdir.name))
             for step in scenario.steps:
                 if step.action in ACTIONS:
                     await ACTIONS[step.action](run, step.args)
@@ -124,15 +129,14 @@ class WireHarness:
         finally:
             if run.driver is not None:
                 await run.driver.close()
-            workdir.cleanup()
+            if workdir is not None:
+                workdir.cleanup()
         return result(
             Outcome.FAILED if failures else Outcome.PASSED, failures, _duplicate_gaps(run)
         )
 
-    def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver | None:
-        """A sender simulator whose requests go to this harness's endpoint, if steps need one."""
-        if not _sender_steps(scenario):
-            return None
+    def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver:
+        """A sender simulator whose requests go to this harness's endpoint."""
         options = self.options
 
         async def forward(request: httpx.Request) -> httpx.Response:

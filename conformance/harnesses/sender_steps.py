@@ -98,7 +98,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         label = self.label
         started = time.perf_counter()
         try:
-            response = await asyncio.wait_for(self.forward(request), self.timeout)
+            async with asyncio.timeout(self.timeout):  # no task per attempt, unlike wait_for
+                response = await self.forward(request)
         except (TimeoutError, httpx.TimeoutException):
             self.record(
                 label,

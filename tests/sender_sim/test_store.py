@@ -44,6 +44,20 @@ def test_a_file_store_uses_wal_and_full_sync_and_migrates_once(tmp_path: Path) -
     again.close()
 
 
+def test_each_memory_store_is_a_fresh_migrated_database_of_its_own() -> None:
+    first, second = SQLiteStore(":memory:"), SQLiteStore(":memory:", synchronous="OFF")
+    did = _sim(first).publish(endpoint_id="partner", deadline_at=T0 + timedelta(hours=1))
+    assert first.delivery(did).state is State.SCHEDULED
+    assert second._read("SELECT count(*) FROM deliveries") == [(0,)]
+    for store, synchronous in ((first, 2), (second, 0)):  # FULL, OFF: as each asked
+        assert store._read("PRAGMA synchronous")[0][0] == synchronous
+        applied = store._read(
+            "SELECT name FROM _sqlite_migrations WHERE migration_set = ?", (MIGRATION_SET,)
+        )
+        assert applied == [("0001_sender",), ("0002_platform",)]
+        store.close()
+
+
 def test_a_store_from_the_future_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "sender.db"
     SQLiteStore(path).close()
