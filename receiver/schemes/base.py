@@ -163,7 +163,9 @@ NON_ASCII_DIGITS = "١٢٣".encode()
 ROLES: tuple[str, ...] = ("id", "timestamp", "signature")
 """What a signed delivery carries, by role: the event id, the signed timestamp, the signature."""
 
-_SIGNATURE_TOKEN = re.compile(r"(?P<name>[A-Za-z0-9_-]+)[,=](?P<value>[^\s,]+)")
+# A token starts only where a name starts (the look-behind): otherwise a long run of name
+# characters with no separator is rescanned from every position, quadratic in its length.
+_SIGNATURE_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?P<name>[A-Za-z0-9_-]+)[,=](?P<value>[^\s,]+)")
 
 
 @dataclass(frozen=True)
