@@ -48,14 +48,18 @@ def test_every_header_of_the_scheme_is_broken_by_some_case(scheme: str) -> None:
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_the_signatures_to_redact_from_fuzzed_headers_are_the_schemes_own(scheme: str) -> None:
-    """The runner's short cut (no ``,`` or ``=``: no signature) says what the scheme says, for
-    every fuzzed signature header, the 5000-character junk included."""
+    """For every fuzzed signature header, the 5000-character junk included, the values to scrub
+    are pieces of that header, and a value with no ``,`` or ``=`` carries none."""
     wire, headers, body = _genuine(scheme)
     cases = header_cases(scheme, headers, body, 1_700_000_000, random.Random(1))
     cases += wrong_length_cases(scheme, headers, body, 1_700_000_000, random.Random(1))
     for case in cases:
         decoded = {k: v.decode("latin-1") for k, v in case.headers.items()}
-        assert wire.signatures_of(decoded) == wire.scheme.signature_values(decoded)
+        raw = decoded.get(wire.signature_header, "")
+        found = wire.signatures_of(decoded)
+        assert all(value in raw for value in found)
+        if "," not in raw and "=" not in raw:
+            assert found == []
     (genuine,) = wire.signatures_of(headers)
     assert genuine in headers[wire.signature_header]
 
