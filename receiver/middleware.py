@@ -350,13 +350,16 @@ class HookproofMiddleware:
         deadlines = self._deadlines
         deadlines.start(task, loop)
         try:
-            return await _read_body(receive, self.max_body)
+            body = await _read_body(receive, self.max_body)
         except asyncio.CancelledError:
             if deadlines.stop(task, loop) and task.uncancel() == 0:
                 raise TimeoutError from None
             raise
-        finally:
+        except BaseException:
             deadlines.stop(task, loop)
+            raise
+        deadlines.stop(task, loop)  # once, on the hot path (no ``finally`` stopping it twice)
+        return body
 
     async def _too_large(self, send: Send) -> None:
         await send_problem(
@@ -441,9 +444,11 @@ class HookproofMiddleware:
 class _BufferedResponse:
     """An ASGI ``send`` that keeps the app's response until the middleware lets it out."""
 
+    __slots__ = ("bodies", "others", "start")
+
     def __init__(self) -> None:
         self.start: Message | None = None
-        self.parts: list[bytes] = []
+        self.bodies: list[Message] = []
         self.others: list[Message] = []
 
     @property
@@ -455,14 +460,19 @@ class _BufferedResponse:
         if kind == "http.response.start":
             self.start = message
         elif kind == "http.response.body":
-            self.parts.append(message.get("body", b""))
+            self.bodies.append(message)
         else:
             self.others.append(message)
 
     async def replay(self, send: Send) -> None:
         assert self.start is not None
         await send(self.start)
-        await send({"type": "http.response.body", "body": b"".join(self.parts)})
+        bodies = self.bodies
+        if len(bodies) == 1 and not bodies[0].get("more_body", False):
+            await send(bodies[0])  # the usual single body message, passed on as it is
+            return
+        body = b"".join(message.get("body", b"") for message in bodies)
+        await send({"type": "http.response.body", "body": body})
 
 
 _CLOSE = {"connection": "close"}
