@@ -466,15 +466,17 @@ class SqliteInbox(Inbox):
         if self._closed:
             raise InboxUnavailable("the SQLite inbox is closed")
 
-    async def _submit(
+    def _submit(
         self,
         run: Callable[[sqlite3.Connection], T],
         *,
         isolated: bool = False,
         durable: bool = False,
         alone: bool = False,
-    ) -> T:
-        """Queue ``run`` for the writer; its result once its batch is durably committed.
+    ) -> asyncio.Future[T]:
+        """Queue ``run`` for the writer; a future of its result, set once its batch is durably
+        committed. A plain function, not a coroutine: the operation awaits the future itself,
+        so resuming the caller runs one coroutine frame fewer per operation.
 
         ``isolated`` jobs get their own SAVEPOINT so that an exception rolls back that job alone;
         any other job that raises fails its whole batch (the inbox's own statements only fail
@@ -493,7 +495,7 @@ class SqliteInbox(Inbox):
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
         pending.append(_Job(run, future, loop, isolated, durable, alone))
-        return await future
+        return future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         """Give the writer every job this loop submitted since the last hand-over."""
