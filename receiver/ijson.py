@@ -26,6 +26,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -69,6 +70,30 @@ _DECODER: Final = json.JSONDecoder(
 )
 
 
+_SCAN: Final[Callable[[str, int], tuple[Any, int]]] = _DECODER.scan_once  # type: ignore[attr-defined]
+_BLANK_RUN: Final = re.compile(r"[ \t\n\r]*")  # JSON's whitespace; always matches
+_BLANKS: Final = frozenset(" \t\n\r")
+
+
+def _blanks_end(text: str, at: int) -> int:
+    match = _BLANK_RUN.match(text, at)
+    assert match is not None  # a run of zero blanks matches too
+    return match.end()
+
+
+def _decode(text: str) -> Any:
+    """``_DECODER.decode(text)`` without its Python wrapper's two whitespace matches on the
+    usual body (no blank before or after the document): the same scanner, the same errors."""
+    start = _blanks_end(text, 0) if text[:1] in _BLANKS else 0
+    try:
+        document, end = _SCAN(text, start)
+    except StopIteration as stop:
+        raise json.JSONDecodeError("Expecting value", text, stop.value) from None
+    if end != len(text) and _blanks_end(text, end) != len(text):
+        raise json.JSONDecodeError("Extra data", text, end)
+    return document
+
+
 def _has_lone_surrogate(value: Any) -> bool:
     stack = [value]
     while stack:
@@ -95,7 +120,7 @@ def parse_payload(body: bytes) -> Any:
     except UnicodeDecodeError:
         raise InvalidPayload("the body is not UTF-8") from None
     try:
-        document = _DECODER.decode(text)
+        document = _decode(text)
     except _Refused as error:
         raise PayloadNotIJson(str(error)) from None
     except (ValueError, RecursionError):  # JSONDecodeError, or an integer beyond int_max_str_digits

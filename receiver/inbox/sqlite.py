@@ -140,6 +140,25 @@ def _record(row: tuple[Any, ...]) -> InboxRecord:
     )
 
 
+_CLAIMED: Final = ClaimOutcome.CLAIMED
+_new_object: Final = object.__new__
+
+
+def _first_claim(event_id: str) -> Claim:
+    """``Claim(CLAIMED, event_id, token=1)`` built without the frozen dataclass's ``__init__``
+    (one ``object.__setattr__`` per field: 0.8 µs against 0.3 µs on the writer's hot path)."""
+    claim: Claim = _new_object(Claim)
+    claim.__dict__.update(
+        outcome=_CLAIMED,
+        event_id=event_id,
+        token=1,
+        status=None,
+        retry_after=None,
+        taken_over=False,
+    )
+    return claim
+
+
 @dataclass(frozen=True)
 class SqliteInsert:
     """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
@@ -312,7 +331,7 @@ class SqliteInbox(Inbox):
 
         def run(conn: sqlite3.Connection) -> Claim:
             if conn.execute(_INSERT_NEW, (event_id, now + lease, now)).rowcount == 1:
-                return Claim(ClaimOutcome.CLAIMED, event_id, token=1)
+                return _first_claim(event_id)
             state, token, status, expires = conn.execute(
                 "SELECT state, token, status, lease_expires_us FROM hookproof_inbox "
                 "WHERE event_id = ?",
@@ -447,15 +466,17 @@ class SqliteInbox(Inbox):
         if self._closed:
             raise InboxUnavailable("the SQLite inbox is closed")
 
-    async def _submit(
+    def _submit(
         self,
         run: Callable[[sqlite3.Connection], T],
         *,
         isolated: bool = False,
         durable: bool = False,
         alone: bool = False,
-    ) -> T:
-        """Queue ``run`` for the writer; its result once its batch is durably committed.
+    ) -> asyncio.Future[T]:
+        """Queue ``run`` for the writer; a future of its result, set once its batch is durably
+        committed. A plain function, not a coroutine: the operation awaits the future itself,
+        so resuming the caller runs one coroutine frame fewer per operation.
 
         ``isolated`` jobs get their own SAVEPOINT so that an exception rolls back that job alone;
         any other job that raises fails its whole batch (the inbox's own statements only fail
@@ -474,7 +495,7 @@ class SqliteInbox(Inbox):
             pending = self._pending[loop] = []
             loop.call_soon(self._hand_over, loop)
         pending.append(_Job(run, future, loop, isolated, durable, alone))
-        return await future
+        return future
 
     def _hand_over(self, loop: asyncio.AbstractEventLoop) -> None:
         """Give the writer every job this loop submitted since the last hand-over."""
