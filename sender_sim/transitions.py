@@ -97,6 +97,33 @@ def _dead(
     return Step(after, row)
 
 
+def _rescheduled(
+    before: Delivery,
+    next_at: datetime,
+    *,
+    at: datetime,
+    actor: str,
+    cause: str,
+    details: dict[str, Any],
+    **changes: Any,
+) -> Step:
+    """``leased → scheduled``: the lease let go, the delivery due again at ``next_at``."""
+    after = replace(
+        before,
+        state=State.SCHEDULED,
+        next_attempt_at=next_at,
+        scheduled_for=next_at,
+        lease_owner=None,
+        lease_expires_at=None,
+        updated_at=at,
+        **changes,
+    )
+    row = LedgerRow(
+        before.delivery_id, at, before.state, State.SCHEDULED, actor, cause, None, details
+    )
+    return Step(after, row)
+
+
 def new_delivery(
     *,
     delivery_id: str,
@@ -338,27 +365,9 @@ def settle(
             details=details,
             **common,
         )
-    after = replace(
-        delivery,
-        state=State.SCHEDULED,
-        next_attempt_at=next_at,
-        scheduled_for=next_at,
-        lease_owner=None,
-        lease_expires_at=None,
-        updated_at=now,
-        **common,
+    return _rescheduled(
+        delivery, next_at, at=now, actor=worker, cause="retry_scheduled", details=details, **common
     )
-    row = LedgerRow(
-        delivery.delivery_id,
-        now,
-        State.LEASED,
-        State.SCHEDULED,
-        worker,
-        "retry_scheduled",
-        None,
-        details,
-    )
-    return Step(after, row)
 
 
 def release(delivery: Delivery, *, worker: str, now: datetime, error_type: str, error: str) -> Step:
@@ -381,27 +390,15 @@ def release(delivery: Delivery, *, worker: str, now: datetime, error_type: str, 
         "error": error,
         "next_at": rfc3339(next_at),
     }
-    after = replace(
+    return _rescheduled(
         delivery,
-        state=State.SCHEDULED,
+        next_at,
+        at=now,
+        actor=worker,
+        cause="dispatch_failed",
+        details=details,
         attempt=delivery.attempt - 1,
-        next_attempt_at=next_at,
-        scheduled_for=next_at,
-        lease_owner=None,
-        lease_expires_at=None,
-        updated_at=now,
     )
-    row = LedgerRow(
-        delivery.delivery_id,
-        now,
-        State.LEASED,
-        State.SCHEDULED,
-        worker,
-        "dispatch_failed",
-        None,
-        details,
-    )
-    return Step(after, row)
 
 
 def redrive(
