@@ -113,9 +113,13 @@ def failure_kind(error: httpx.RequestError) -> OutcomeKind:
     httpx raises its own type (``ConnectError``, ``ReadError``, a ``TimeoutException``) with the
     underlying one in the cause chain. A ``ConnectError`` (the request never left) raised from a
     ``socket.gaierror`` is DNS, from an ``ssl.SSLError`` TLS, otherwise a connect failure; a
-    failure after connecting (a read or write error, even one inside TLS) is a network error. The
-    message's words are never consulted (they differ by platform and language).
+    failure after connecting (a read or write error, even one inside TLS) is a network error. A
+    timeout while connecting or waiting for a pooled connection is a connect failure too: the
+    request never left, so the receiver cannot have it. The message's words are never consulted
+    (they differ by platform and language).
     """
+    if isinstance(error, httpx.ConnectTimeout | httpx.PoolTimeout):
+        return OutcomeKind.CONNECT
     if isinstance(error, httpx.TimeoutException):
         return OutcomeKind.TIMEOUT
     if not isinstance(error, httpx.ConnectError):

@@ -70,7 +70,6 @@ def _caused(error: httpx.RequestError, cause: BaseException) -> httpx.RequestErr
 
 FAILURES: list[tuple[Exception, OutcomeKind]] = [
     (httpx.ReadTimeout("timed out"), OutcomeKind.TIMEOUT),
-    (httpx.ConnectTimeout("timed out"), OutcomeKind.TIMEOUT),
     (httpx.WriteTimeout("timed out"), OutcomeKind.TIMEOUT),
     (
         httpx.RemoteProtocolError("Server disconnected without sending a response."),
@@ -93,6 +92,9 @@ NEVER_SENT: list[tuple[Exception, OutcomeKind]] = [
         OutcomeKind.TLS,
     ),
     (httpx.ConnectError("[Errno 111] Connection refused"), OutcomeKind.CONNECT),
+    # a timeout before the connection was made: the request never left either
+    (httpx.ConnectTimeout("timed out"), OutcomeKind.CONNECT),
+    (httpx.PoolTimeout("no connection free"), OutcomeKind.CONNECT),
     # the words are not the type: a message that mentions DNS or TLS is still a connect failure
     (httpx.ConnectError("[Errno -2] Name or service not known"), OutcomeKind.CONNECT),
     (httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] handshake"), OutcomeKind.CONNECT),

@@ -146,7 +146,7 @@ def test_failure_kind_follows_the_cause_chain() -> None:
     error = httpx.ConnectError("boom")
     error.__cause__ = socket.gaierror(-2, "Name or service not known")
     assert failure_kind(error) is OutcomeKind.DNS
-    assert failure_kind(httpx.PoolTimeout("pool")) is OutcomeKind.TIMEOUT
+    assert failure_kind(httpx.PoolTimeout("pool")) is OutcomeKind.CONNECT
 
 
 def _raising(
