@@ -94,6 +94,15 @@ def run_check_sender(
     show_default=True,
     help="Seconds without a new attempt that end a scenario.",
 )
+@click.option(
+    "--first-attempt-within",
+    "trigger_start",
+    type=_SECONDS,
+    default=10.0,
+    show_default=True,
+    help="Seconds the first attempt may take to arrive after the trigger (plus the schedule's "
+    "first delay).",
+)
 @click.option("--max-time", type=_SECONDS, default=None, help="Seconds the whole run may take.")
 @click.option(
     "--jobs",
@@ -118,6 +127,7 @@ def check_sender_command(
     slack: float | None,
     max_skew: float,
     quiet_period: float,
+    trigger_start: float,
     max_time: float | None,
     jobs: int,
     select: tuple[str, ...],
@@ -138,6 +148,7 @@ def check_sender_command(
         slack=slack,
         max_skew=max_skew,
         quiet_period=quiet_period,
+        trigger_start=trigger_start,
         max_time=max_time,
         jobs=jobs,
         select=select,

@@ -272,3 +272,18 @@ def test_manual_mode_prints_the_url_and_judges_what_arrives(policy: Path) -> Non
         return summary
 
     assert asyncio.run(both()) == Summary(passed=1)
+
+
+def test_first_attempt_within_bounds_the_wait_for_a_silent_sender(
+    policy: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    started = time.monotonic()
+    code = _run(
+        "--trigger", "exit 0", "--policy", str(policy), "--first-attempt-within", "0.5",
+        "--select", "sender.retry-500",
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "ERROR   sender.retry-500" in out
+    assert "no request arrived" in out
+    assert time.monotonic() - started < 10  # far below the 10 s default wait
