@@ -68,6 +68,6 @@ class WorkerContext(Protocol):
 
     def event(self, event_id: str) -> Event: ...
 
-    def random_secret(self) -> Secret:
-        """A fresh secret no receiver knows."""
+    def random_secret(self, scheme: str = "standard") -> Secret:
+        """A fresh secret of ``scheme``'s shape that no receiver knows."""
         ...

@@ -27,7 +27,7 @@ from typing import Any, TextIO
 import httpx
 
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
-from receiver.signing import SCHEMES, Secret, fingerprint, scheme_named
+from receiver.signing import Secret, fingerprint, scheme_named
 from sender_sim import inspection
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
 from sender_sim.endpoint_config import EndpointConfig
@@ -237,10 +237,11 @@ class Simulator:
             raise ConfigurationError("only a virtual clock can be set")
         return self.clock.set(when)
 
-    def random_secret(self) -> Secret:
-        """A fresh ``whsec_`` secret no receiver knows (wrong- and rotated-secret faults)."""
+    def random_secret(self, scheme: str = "standard") -> Secret:
+        """A fresh secret of ``scheme``'s own shape that no receiver knows (wrong- and
+        rotated-secret faults)."""
         raw = bytes(self._secret_rng.getrandbits(8) for _ in range(24))
-        return SCHEMES["standard"].mint_secret(raw)
+        return scheme_named(scheme).mint_secret(raw)
 
     # -- endpoints -----------------------------------------------------------------------------
 

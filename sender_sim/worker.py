@@ -373,9 +373,9 @@ class Worker:
             assert fault is not None
             timestamp_skew = fault.skew
         if notes.fired(self._fires(FaultKind.WRONG_SECRET, lease)):
-            secrets = (self.context.random_secret(),)
+            secrets = (self.context.random_secret(endpoint.endpoint.scheme),)
         if notes.fired(self._fires(FaultKind.ROTATED_SECRET, lease)):
-            secrets = (self.context.random_secret(), *secrets)
+            secrets = (self.context.random_secret(endpoint.endpoint.scheme), *secrets)
         tamper = notes.fired(self._fires(FaultKind.TAMPERED_BODY, lease))
         copies = 1
         concurrent = self._fires(FaultKind.CONCURRENT_SENDS, lease)

@@ -174,7 +174,7 @@ class BareContext:
     def event(self, event_id: str) -> Event:
         return self.store.event(event_id)
 
-    def random_secret(self) -> Secret:
+    def random_secret(self, scheme: str = "standard") -> Secret:
         return Secret("whsec_" + "A" * 32)
 
 
