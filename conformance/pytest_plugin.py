@@ -158,6 +158,10 @@ class _Session:
                 self.app = self.import_app(settings.app)
         except ConformanceError as error:
             raise pytest.UsageError(f"hookproof: {error}") from None
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        for warning in settings.warnings():  # said once, before the run, as `hookproof check` does
+            if reporter is not None:
+                reporter.write_line(f"hookproof: warning: {warning}", yellow=True)
         collector = HookproofCollector.from_parent(session, name="hookproof")
         items.extend(
             HookproofItem.from_parent(collector, name=s.id, scenario=s, owner=self)

@@ -180,3 +180,14 @@ def test_a_bad_app_is_one_usage_error_not_one_failure_per_scenario(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert said in result.stderr.str()
     assert "hookproof::" not in result.stdout.str()
+
+
+def test_a_secret_that_is_not_whsec_is_one_warning_before_the_run(apps: pytest.Pytester) -> None:
+    apps.makepyfile(conftest="import partner_apps\napp = partner_apps.reference()\n")
+    result = apps.runpytest_inprocess(
+        "-p", "no:cacheprovider", "--hookproof-app", "conftest:app",
+        "--hookproof-secret", "not-a-whsec-secret", "--hookproof-select", "signature.valid",
+    )  # fmt: skip
+    warnings = [line for line in result.outlines if line.startswith("hookproof: warning:")]
+    assert len(warnings) == 1
+    assert "whsec_" in warnings[0]
