@@ -101,7 +101,7 @@ def main() -> None:
     delivered = threading.Event()
     scheduled = time.monotonic() + delays[0]
     for attempt in range(1, limit + 1):
-        time.sleep(max(0.0, scheduled - time.monotonic()))
+        time.sleep(max(0.0, scheduled - time.monotonic()))  # real-time: its own schedule
         if delivered.is_set():
             return
         retry = attempt > 1

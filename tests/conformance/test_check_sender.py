@@ -201,7 +201,7 @@ def test_a_trigger_that_never_sends_errors_and_is_killed(policy: Path, tmp_path:
     assert len(left) == 2
     deadline = time.monotonic() + 5
     while any(map(_alive, left)) and time.monotonic() < deadline:
-        time.sleep(0.05)  # waiting for init to reap the killed group, not for time to pass
+        time.sleep(0.05)  # real-time: waiting for init to reap the killed group
     assert not any(map(_alive, left)), "what the trigger left running was killed with it"
 
 

@@ -119,7 +119,7 @@ async def _drip(request: Request, state: Connection, writer: asyncio.StreamWrite
     for _ in range(1000):
         await writer.drain()
         writer.write(b" ")
-        await asyncio.sleep(0.1)  # the server under test drips: this is its behaviour
+        await asyncio.sleep(0.1)  # real-time: the server under test drips, this is its behaviour
     return True
 
 
