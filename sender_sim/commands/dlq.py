@@ -24,7 +24,13 @@ from sender_sim.commands.options import (
     seed_option,
     time_option,
 )
-from sender_sim.commands.reports import delivery_json, last_outcome, row_printer, verdict
+from sender_sim.commands.reports import (
+    delivery_json,
+    last_outcome,
+    last_seq,
+    queued_result,
+    row_printer,
+)
 from sender_sim.commands.support import (
     clock_end_note,
     clock_start_note,
@@ -257,7 +263,7 @@ async def _redrive(
                 sim,
                 result.delivery_ids,
                 on_row=None if as_json else row_printer(out),
-                seen={d: _last_seq(sim, d) for d in result.delivery_ids},
+                seen={d: last_seq(sim, d) for d in result.delivery_ids},
             )
         finals = [sim.delivery(d) for d in result.delivery_ids]
         if as_json:
@@ -275,23 +281,10 @@ async def _redrive(
                     indent=2,
                 )
             )
-        else:
-            out.print("Result:")
-            for d in finals:
-                status = "queued (not sent: --queue-only)" if queue_only else verdict(d)
-                out.print(f"  {d.delivery_id}  {status}")
-            note = clock_end_note(sim.clock, started)
-            if note:
-                out.print(note)
-        if queue_only:
-            return 0
-        return 0 if all(d.state is State.DELIVERED for d in finals) else 1
-
-
-def _last_seq(sim: Simulator, delivery_id: str) -> int:
-    """The last ledger row so far: the redrive row itself is reported by the decision line."""
-    rows = sim.ledger(delivery_id)
-    return rows[-1].seq if rows else 0
+            return 0 if queue_only or all(d.state is State.DELIVERED for d in finals) else 1
+        return queued_result(
+            out, finals, queue_only=queue_only, end_note=clock_end_note(sim.clock, started)
+        )
 
 
 def _report_refused(out: Console, refused: RedriveRefused, actor: str, as_json: bool) -> None:

@@ -11,7 +11,15 @@ from sender_sim.commands.support import RowSink, describe_row, progress_line
 from sender_sim.records import Delivery, LedgerRow, State, rfc3339
 from sender_sim.simulator import Simulator
 
-__all__ = ["delivery_json", "last_outcome", "row_json", "row_printer", "verdict"]
+__all__ = [
+    "delivery_json",
+    "last_outcome",
+    "last_seq",
+    "queued_result",
+    "row_json",
+    "row_printer",
+    "verdict",
+]
 
 
 def row_json(row: LedgerRow) -> dict[str, Any]:
@@ -71,3 +79,25 @@ def row_printer(console: Console) -> RowSink:
         console.print(progress_line(row))
 
     return echo
+
+
+def last_seq(sim: Simulator, delivery_id: str) -> int:
+    """The delivery's last ledger row so far (rows after it are what a run reports)."""
+    rows = sim.ledger(delivery_id)
+    return rows[-1].seq if rows else 0
+
+
+def queued_result(
+    out: Console, finals: list[Delivery], *, queue_only: bool, end_note: str | None
+) -> int:
+    """Print what became of deliveries a redrive or resend queued; the command's exit status
+    (0 queued only, or every one delivered; else 1)."""
+    out.print("Result:")
+    for d in finals:
+        status = "queued (not sent: --queue-only)" if queue_only else verdict(d)
+        out.print(f"  {d.delivery_id}  {status}")
+    if end_note:
+        out.print(end_note)
+    if queue_only:
+        return 0
+    return 0 if all(d.state is State.DELIVERED for d in finals) else 1

@@ -26,7 +26,7 @@ from sender_sim.commands.options import (
     seed_option,
     time_option,
 )
-from sender_sim.commands.reports import delivery_json, row_printer, verdict
+from sender_sim.commands.reports import delivery_json, last_seq, queued_result, row_printer
 from sender_sim.commands.support import (
     clock_end_note,
     clock_start_note,
@@ -145,7 +145,7 @@ async def _resend(
         if not queue_only:
             for endpoint_id in sorted({sim.delivery(d).endpoint_id for d in queued}):
                 sim.use_secrets(endpoint_id, keys)
-            seen = {d: max((r.seq for r in sim.ledger(d)), default=0) for d in queued}
+            seen = {d: last_seq(sim, d) for d in queued}
             await run_deliveries(
                 sim, queued, on_row=None if as_json else row_printer(out), seen=seen
             )
@@ -163,14 +163,7 @@ async def _resend(
                     indent=2,
                 )
             )
-        else:
-            out.print("Result:")
-            for d in finals:
-                status = "queued (not sent: --queue-only)" if queue_only else verdict(d)
-                out.print(f"  {d.delivery_id}  {status}")
-            note = clock_end_note(sim.clock, started)
-            if note:
-                out.print(note)
-        if queue_only:
-            return 0
-        return 0 if all(d.state is State.DELIVERED for d in finals) else 1
+            return 0 if queue_only or all(d.state is State.DELIVERED for d in finals) else 1
+        return queued_result(
+            out, finals, queue_only=queue_only, end_note=clock_end_note(sim.clock, started)
+        )
