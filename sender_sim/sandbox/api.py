@@ -15,7 +15,6 @@ Every refusal is ``application/problem+json``; ``code`` is set where the refusal
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -125,23 +124,13 @@ def api_routes(engine: SandboxEngine) -> list[BaseRoute]:
 
     async def export(request: Request) -> Response:
         where = _where(request)
-        out = io.StringIO()
         try:
-            count = await run_in_threadpool(engine.sim.export_csv, where, out)
+            body, count = await run_in_threadpool(views.export_csv, engine, where)
         except queries.ExportTooLarge as error:
-            raise _Refusal(
-                422,
-                "export-too-large",
-                "Export too large",
-                str(error),
-                code=error.code,
-                count=error.count,
-                limit=error.limit,
-            ) from None
+            status, slug, title, detail, extra = views.export_refusal(error)
+            raise _Refusal(status, slug, title, detail, **extra) from None
         return Response(
-            out.getvalue().encode("utf-8"),
-            media_type="text/csv; charset=utf-8",
-            headers={"x-row-count": str(count)},
+            body, media_type="text/csv; charset=utf-8", headers={"x-row-count": str(count)}
         )
 
     async def delivery(request: Request) -> Response:

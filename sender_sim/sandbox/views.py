@@ -15,6 +15,7 @@ the page shows the library's reason.
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -49,6 +50,8 @@ __all__ = [
     "actions_for",
     "delivery_view",
     "event_view",
+    "export_csv",
+    "export_refusal",
     "list_rows",
     "parse_filter",
     "row_dict",
@@ -142,6 +145,20 @@ class ListRow:
         if d is not None:
             return f"/deliveries/{quote(d.delivery_id, safe='')}"
         return f"/events/{quote(self.row.event.event_id, safe='')}"
+
+
+def export_csv(engine: SandboxEngine, where: queries.RowFilter) -> tuple[bytes, int]:
+    """The filtered rows as CSV bytes and their count (``ExportTooLarge`` past the cap: nothing
+    is returned, never a partial file)."""
+    out = io.StringIO()
+    count = engine.sim.export_csv(where, out)
+    return out.getvalue().encode("utf-8"), count
+
+
+def export_refusal(error: queries.ExportTooLarge) -> tuple[int, str, str, str, dict[str, object]]:
+    """The problem an export over the cap is answered with: status, type, title, detail, extras."""
+    extra: dict[str, object] = {"code": error.code, "count": error.count, "limit": error.limit}
+    return 422, "export-too-large", "Export too large", str(error), extra
 
 
 def list_rows(engine: SandboxEngine, where: queries.RowFilter, limit: int) -> list[ListRow]:

@@ -25,7 +25,6 @@ otherwise — never a 500.
 from __future__ import annotations
 
 import contextlib
-import io
 import secrets
 import shlex
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -265,22 +264,13 @@ class Dashboard:
             where = views.parse_filter(dict(request.query_params))
         except ConfigurationError as error:
             return self.problem(request, 400, "bad-filter", "Bad filter", str(error))
-        out = io.StringIO()
         try:
-            count = self.engine.sim.export_csv(where, out)
+            body, count = views.export_csv(self.engine, where)
         except queries.ExportTooLarge as error:
-            return self.problem(
-                request,
-                422,
-                "export-too-large",
-                "Export too large",
-                str(error),
-                code=error.code,
-                count=error.count,
-                limit=error.limit,
-            )
+            status, slug, title, detail, extra = views.export_refusal(error)
+            return self.problem(request, status, slug, title, detail, **extra)
         return Response(
-            out.getvalue().encode("utf-8"),
+            body,
             media_type="text/csv; charset=utf-8",
             headers={
                 "content-disposition": 'attachment; filename="deliveries.csv"',
