@@ -37,8 +37,8 @@ from sender_sim.commands.support import (
     open_store,
     parse_deadline,
     run_deliveries,
+    sending_secrets,
     session_clock,
-    split_secrets,
 )
 from sender_sim.exceptions import RedriveRefused
 from sender_sim.policy import POLICIES, policy_named
@@ -186,12 +186,7 @@ def dlq_redrive_command(
         raise click.UsageError(
             "a redrive needs a scope: --ids, or --business-key / --dlq-reason / --endpoint"
         )
-    keys = split_secrets(secrets)
-    if not queue_only and not keys:
-        raise click.UsageError(
-            "sending the redriven deliveries needs --secret (or HOOKPROOF_SECRET); "
-            "pass --queue-only to only queue them"
-        )
+    keys = sending_secrets(secrets, queue_only=queue_only, what="redriven deliveries")
     store = open_store(db, must_exist=True)
     try:
         return asyncio.run(

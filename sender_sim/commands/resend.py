@@ -33,8 +33,8 @@ from sender_sim.commands.support import (
     open_store,
     parse_deadline,
     run_deliveries,
+    sending_secrets,
     session_clock,
-    split_secrets,
 )
 from sender_sim.exceptions import ResendRefused
 from sender_sim.policy import policy_named
@@ -77,12 +77,7 @@ def resend_command(
 ) -> int:
     """Resend deliveries (even delivered ones) or event-only / dead-letter events, all or
     nothing; already pending or in-flight work is refused."""
-    keys = split_secrets(secrets)
-    if not queue_only and not keys:
-        raise click.UsageError(
-            "sending the resent deliveries needs --secret (or HOOKPROOF_SECRET); "
-            "pass --queue-only to only queue them"
-        )
+    keys = sending_secrets(secrets, queue_only=queue_only, what="resent deliveries")
     store = open_store(db, must_exist=True)
     try:
         return asyncio.run(

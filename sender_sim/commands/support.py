@@ -31,6 +31,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import click
+
 from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.explain import SENTENCES
@@ -53,6 +55,7 @@ __all__ = [
     "parse_fields",
     "progress_line",
     "run_deliveries",
+    "sending_secrets",
     "session_clock",
     "split_secrets",
     "step_deliveries",
@@ -75,6 +78,17 @@ _SETTLED = (State.DELIVERED, State.DEAD_LETTER)
 def split_secrets(values: Iterable[str]) -> tuple[str, ...]:
     """Every secret given, each option value possibly holding several separated by spaces."""
     return tuple(part for value in values for part in value.split())
+
+
+def sending_secrets(values: Iterable[str], *, queue_only: bool, what: str) -> tuple[str, ...]:
+    """The secrets to send ``what`` with; none is a usage error unless ``--queue-only``."""
+    keys = split_secrets(values)
+    if not queue_only and not keys:
+        raise click.UsageError(
+            f"sending the {what} needs --secret (or HOOKPROOF_SECRET); "
+            "pass --queue-only to only queue them"
+        )
+    return keys
 
 
 def parse_duration(text: str) -> timedelta:
