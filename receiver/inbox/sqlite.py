@@ -23,6 +23,16 @@ One fsync per request would cap a receiver at a few hundred requests per second,
 If a batch cannot be committed (an I/O error, a full disk), every job in it fails with
 :class:`~receiver.exceptions.InboxUnavailable`.
 
+**A claim while the writer is idle** is not handed over at all: when no job is queued or running
+(the usual case on a quiet receiver, and for every delivery of a sequential sender), the claim runs
+at once on the calling thread, on a connection of its own, as its own ``BEGIN IMMEDIATE … COMMIT``
+with ``synchronous=NORMAL`` — exactly what a claim-only batch would have done, without the two
+thread hand-overs (about 0.2 ms of latency per delivery here, against 0.04 ms for the claim
+itself). That connection never waits for a lock (``busy_timeout`` 0) and never checkpoints
+(``wal_autocheckpoint`` 0, so no checkpoint's fsync lands on the event loop): if the writer or
+another process holds the file, the claim goes to the writer as usual. Order is kept: nothing
+submitted earlier is still waiting when a claim runs inline.
+
 Lookups use a second, read-only connection (WAL readers never wait for the writer) on its own
 thread. Jobs run in the order they were submitted, so claims of one event are serialised.
 
@@ -205,6 +215,8 @@ class GroupCommitStats:
     failed_batches: int
     waiting: int = 0
     """Jobs handed to the writer that no transaction has taken up yet."""
+    inline_claims: int = 0
+    """Claims made at once while the writer was idle (not jobs, in no batch)."""
 
     @property
     def jobs_per_batch(self) -> float:
@@ -246,6 +258,12 @@ def _connect(path: str) -> sqlite3.Connection:
     return connect(path, synchronous="FULL", busy_timeout_s=_BUSY_TIMEOUT_S)
 
 
+def _connect_inline(path: str) -> sqlite3.Connection:
+    """The connection of claims made while the writer is idle: it never waits for a lock and
+    never checkpoints (both would stall the caller's event loop)."""
+    return connect(path, synchronous="NORMAL", busy_timeout_s=0, pragmas=("wal_autocheckpoint=0",))
+
+
 class SqliteInbox(Inbox):
     """The inbox in one SQLite file (WAL, ``synchronous=FULL``), group-committed by one writer.
 
@@ -277,7 +295,10 @@ class SqliteInbox(Inbox):
         self.lease = lease
         self._now_us = _microsecond_source(clock)
         self._lease_us = lease // _MICROSECOND
-        self._write, self._read = self._open(self.path)
+        self._write, self._read, self._inline = self._open(self.path)
+        self._inline_lock = threading.Lock()  # one caller at a time on the inline connection
+        self._busy = False  # the writer is running a batch (set before _waiting drops)
+        self._inline_claims = 0
         self._file = FileWatch(self.path)  # health: the file at the path is still the open one
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()  # lists of jobs, then _STOP
         self._pending: dict[asyncio.AbstractEventLoop, list[_Job]] = {}
@@ -296,9 +317,10 @@ class SqliteInbox(Inbox):
         self._writer.start()
 
     @staticmethod
-    def _open(path: str) -> tuple[sqlite3.Connection, sqlite3.Connection]:
+    def _open(path: str) -> tuple[sqlite3.Connection, sqlite3.Connection, sqlite3.Connection]:
         write: sqlite3.Connection | None = None
         read: sqlite3.Connection | None = None
+        inline: sqlite3.Connection | None = None
         try:
             write = _connect(path)
             mode = enable_wal(write, timeout_s=_BUSY_TIMEOUT_S)
@@ -311,17 +333,18 @@ class SqliteInbox(Inbox):
             read = _connect(path)
             read.execute("PRAGMA query_only = ON")
             read.execute(_SELECT, ("",)).fetchall()
+            inline = _connect_inline(path)
         except sqlite3.Error as error:
-            for conn in (write, read):
+            for conn in (write, read, inline):
                 if conn is not None:
                     conn.close()
             raise ConfigurationError(f"cannot open the SQLite inbox at {path!r}: {error}") from None
         except BaseException:
-            for conn in (write, read):
+            for conn in (write, read, inline):
                 if conn is not None:
                     conn.close()
             raise
-        return write, read
+        return write, read, inline
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -354,7 +377,34 @@ class SqliteInbox(Inbox):
             taken_over = state == "in_flight"
             return Claim(ClaimOutcome.CLAIMED, event_id, token=token + 1, taken_over=taken_over)
 
+        if not (self._pending or self._waiting or self._busy):  # the writer is idle
+            claim = self._claim_inline(run)
+            if claim is not None:
+                return claim
         return await self._submit(run)
+
+    def _claim_inline(self, run: Callable[[sqlite3.Connection], Claim]) -> Claim | None:
+        """``run`` as its own transaction on the inline connection, now; ``None`` when that
+        cannot be done without waiting (the file is locked) or failed (the writer then runs it
+        and reports any real failure of the store)."""
+        if self._closed or not self._inline_lock.acquire(blocking=False):
+            return None
+        conn = self._inline
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                claim = run(conn)
+                conn.execute("COMMIT")
+            except BaseException:
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
+                raise
+        except sqlite3.Error:
+            return None
+        finally:
+            self._inline_lock.release()
+        self._inline_claims += 1
+        return claim
 
     async def commit(
         self,
@@ -458,7 +508,9 @@ class SqliteInbox(Inbox):
     @property
     def stats(self) -> GroupCommitStats:
         """Counters of the writer so far (read without locking; exact once the inbox is idle)."""
-        return GroupCommitStats(self._batches, self._jobs, self._failed_batches, self._waiting)
+        return GroupCommitStats(
+            self._batches, self._jobs, self._failed_batches, self._waiting, self._inline_claims
+        )
 
     # -- the writer ---------------------------------------------------------------------------
 
@@ -515,6 +567,8 @@ class SqliteInbox(Inbox):
         self._writer.join()
         self._reader.shutdown(wait=True)
         self._read.close()
+        with self._inline_lock:  # a claim running inline on another thread finishes first
+            self._inline.close()
 
     def _writer_loop(self) -> None:
         try:
@@ -540,6 +594,7 @@ class SqliteInbox(Inbox):
                     room = self._max_batch - len(batch)
                     batch.extend(item[:room])
                     carry = item[room:]
+                self._busy = True  # before _waiting drops: an inline claim never overtakes
                 with self._lock:
                     self._waiting -= len(batch)
                 try:
@@ -548,6 +603,7 @@ class SqliteInbox(Inbox):
                     reason = f"the SQLite inbox failed: {error}"
                     results = [(False, InboxUnavailable(reason)) for _ in batch]
                 self._deliver(batch, results)
+                self._busy = False
         finally:
             self._write.close()
 

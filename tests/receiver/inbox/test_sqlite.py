@@ -338,7 +338,9 @@ async def test_concurrent_pairs_share_transactions(inbox: SqliteInbox) -> None:
     before = inbox.stats
     assert all(await asyncio.gather(*(pair(n) for n in range(300))))
     after = inbox.stats
-    assert after.jobs - before.jobs == 600
+    inline = after.inline_claims - before.inline_claims  # made while the writer was idle
+    assert after.jobs - before.jobs + inline == 600
+    assert inline < 10, after  # once pairs overlap, claims queue for the writer like the rest
     assert after.batches - before.batches < 300, after
 
 
@@ -493,7 +495,13 @@ async def test_commit_batches_are_synchronous_full_after_claim_only_batches(
     def mode(conn: sqlite3.Connection) -> None:
         modes.append(conn.execute("PRAGMA synchronous").fetchone()[0])
 
-    claim = await inbox.claim("evt_sync")  # a claim-only batch: NORMAL, no fsync of its own
+    gate = Gate(inbox)  # the writer is busy: the claim queues for it
+    await gate.wait_started()
+    claiming = asyncio.ensure_future(inbox.claim("evt_sync"))
+    await _until_queued(inbox, 1)
+    await gate.open()
+    claim = await claiming  # a claim-only batch: NORMAL, no fsync of its own
+    assert inbox.stats.inline_claims == 0
     assert inbox._write.execute("PRAGMA synchronous").fetchone() == (1,)  # 1 = NORMAL
     assert await inbox.commit("evt_sync", claim.token, 200, [mode]) is True
     assert modes == [2]  # the commit's batch ran under FULL: its fsync covers the claim too
@@ -562,3 +570,71 @@ async def test_a_row_among_other_works_is_a_plain_work(inbox: SqliteInbox, path:
 def test_a_row_needs_one_value_per_column() -> None:
     with pytest.raises(ConfigurationError):
         SqliteInsert("effects", ("a", "b"), ("only one",))
+
+
+# -- claims while the writer is idle --------------------------------------------------------------
+
+
+async def test_a_claim_on_an_idle_inbox_runs_at_once_without_the_writer(inbox: SqliteInbox) -> None:
+    before = inbox.stats
+    claim = await inbox.claim("evt_idle")
+    after = inbox.stats
+    assert claim.outcome is ClaimOutcome.CLAIMED
+    assert (after.inline_claims, after.jobs, after.batches) == (1, before.jobs, before.batches)
+    record = await inbox.lookup("evt_idle")  # written and committed, visible to readers
+    assert record is not None
+    assert record.state is RecordState.IN_FLIGHT
+    duplicate = await inbox.claim("evt_idle")  # the same rules inline: a live lease
+    assert duplicate.outcome is ClaimOutcome.IN_FLIGHT
+    assert await inbox.commit("evt_idle", claim.token, 200)
+    again = await inbox.claim("evt_idle")
+    assert (again.outcome, again.status) == (ClaimOutcome.COMMITTED, 200)
+    record = await inbox.lookup("evt_idle")
+    assert record is not None
+    assert record.deliveries == 3
+
+
+async def test_the_inline_connection_never_waits_for_a_lock_nor_checkpoints(
+    inbox: SqliteInbox,
+) -> None:
+    assert inbox._inline.execute("PRAGMA busy_timeout").fetchone() == (0,)
+    assert inbox._inline.execute("PRAGMA wal_autocheckpoint").fetchone() == (0,)
+    assert inbox._inline.execute("PRAGMA synchronous").fetchone() == (1,)  # NORMAL, as batches
+
+
+async def test_a_claim_while_another_process_holds_the_file_goes_to_the_writer(
+    inbox: SqliteInbox, path: Path
+) -> None:
+    other = sqlite3.connect(path, isolation_level=None)  # as another process would
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        claiming = asyncio.ensure_future(inbox.claim("evt_locked"))
+        await _until_queued(inbox, 1)  # not run inline: it waits in the writer's queue
+        for _ in range(20):
+            await asyncio.sleep(0)  # the event loop is not blocked by the lock
+        assert not claiming.done()
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert (await claiming).outcome is ClaimOutcome.CLAIMED
+    assert inbox.stats.inline_claims == 0
+
+
+async def test_a_claim_never_overtakes_one_queued_before_it(inbox: SqliteInbox) -> None:
+    gate = Gate(inbox)
+    await gate.wait_started()
+    first = asyncio.ensure_future(inbox.claim("evt_order"))
+    await _until_queued(inbox, 1)
+    second = asyncio.ensure_future(inbox.claim("evt_order"))  # the writer is busy: it queues
+    await _until_queued(inbox, 2)
+    await gate.open()
+    outcomes = [(await first).outcome, (await second).outcome]
+    assert outcomes == [ClaimOutcome.CLAIMED, ClaimOutcome.IN_FLIGHT]
+    assert inbox.stats.inline_claims == 0
+
+
+async def test_a_claim_after_close_is_unavailable(path: Path, clock: FakeClock) -> None:
+    closed = SqliteInbox(path, lease=LEASE, clock=clock)
+    await closed.close()
+    with pytest.raises(InboxUnavailable):
+        await closed.claim("evt_closed")
