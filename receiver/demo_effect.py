@@ -24,7 +24,7 @@ from starlette.concurrency import run_in_threadpool
 from receiver.exceptions import ConfigurationError
 from receiver.inbox.contract import Inbox, TransactionalWork
 from receiver.inbox.memory import MemoryInbox
-from receiver.inbox.sqlite import SqliteInsert
+from receiver.inbox.sqlite import SqliteInbox, SqliteInsert
 
 if TYPE_CHECKING:
     from receiver.inbox.postgres import PostgresInbox
@@ -103,10 +103,12 @@ def _sqlite_connect(path: str) -> sqlite3.Connection:
 
 
 class SqliteReminders:
-    """Reminders in a table of the SQLite inbox's own file."""
+    """Reminders in a table of the SQLite inbox's own file; counted through the inbox's own read
+    connections when it is given (no connection opened per probe read)."""
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, inbox: SqliteInbox | None = None) -> None:
         self.path = path
+        self.inbox = inbox
 
     def _run(self, sql: str, params: tuple[Any, ...] = ()) -> int:
         conn = _sqlite_connect(self.path)
@@ -128,7 +130,10 @@ class SqliteReminders:
         await run_in_threadpool(self._run, _INSERT_SQLITE, (event_id, renewal_id, event_type))
 
     async def count(self, event_id: str) -> int:
-        return await run_in_threadpool(self._run, _COUNT_SQLITE, (event_id,))
+        if self.inbox is None:
+            return await run_in_threadpool(self._run, _COUNT_SQLITE, (event_id,))
+        row = await self.inbox.fetch_one(_COUNT_SQLITE, (event_id,))
+        return int(row[0]) if row else 0
 
 
 class PostgresReminders:
@@ -179,5 +184,7 @@ def reminders_for(inbox: Inbox, location: str) -> Reminders:
         if not isinstance(inbox, PostgresInbox):
             raise ConfigurationError(f"{location!r} names PostgreSQL but the inbox is not on it")
         return PostgresReminders(inbox)
+    if isinstance(inbox, SqliteInbox):
+        return SqliteReminders(inbox.path, inbox)
     path = getattr(inbox, "path", None)
     return SqliteReminders(str(path) if path else location)

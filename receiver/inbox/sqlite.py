@@ -34,7 +34,11 @@ another process holds the file, the claim goes to the writer as usual. Order is 
 submitted earlier is still waiting when a claim runs inline.
 
 Lookups use a second, read-only connection (WAL readers never wait for the writer) on its own
-thread. Jobs run in the order they were submitted, so claims of one event are serialised.
+thread; a lookup made while no other read is running runs at once on the calling thread instead,
+on a read-only connection that never waits for a lock (a lock it would have to wait for sends the
+read to the reader thread). :meth:`SqliteInbox.fetch_one` reads the application's own tables of
+the same file the same way (the reference app counts its demo effect with it). Jobs run in the
+order they were submitted, so claims of one event are serialised.
 
 Transactional mode: each ``work`` callable of :meth:`SqliteInbox.commit` receives the write
 ``sqlite3.Connection`` inside the job's savepoint; its writes commit with the inbox record or not
@@ -258,6 +262,11 @@ def _connect(path: str) -> sqlite3.Connection:
     return connect(path, synchronous="FULL", busy_timeout_s=_BUSY_TIMEOUT_S)
 
 
+def _connect_peek(path: str) -> sqlite3.Connection:
+    """The read-only connection of reads made at once on the caller's thread: it never waits."""
+    return connect(path, synchronous="NORMAL", busy_timeout_s=0, pragmas=("query_only = ON",))
+
+
 def _connect_inline(path: str) -> sqlite3.Connection:
     """The connection of claims made while the writer is idle: it never waits for a lock and
     never checkpoints (both would stall the caller's event loop)."""
@@ -295,8 +304,9 @@ class SqliteInbox(Inbox):
         self.lease = lease
         self._now_us = _microsecond_source(clock)
         self._lease_us = lease // _MICROSECOND
-        self._write, self._read, self._inline = self._open(self.path)
+        self._write, self._read, self._inline, self._peek = self._open(self.path)
         self._inline_lock = threading.Lock()  # one caller at a time on the inline connection
+        self._read_lock = threading.Lock()  # one read at a time on the read connections
         self._busy = False  # the writer is running a batch (set before _waiting drops)
         self._inline_claims = 0
         self._file = FileWatch(self.path)  # health: the file at the path is still the open one
@@ -317,10 +327,13 @@ class SqliteInbox(Inbox):
         self._writer.start()
 
     @staticmethod
-    def _open(path: str) -> tuple[sqlite3.Connection, sqlite3.Connection, sqlite3.Connection]:
+    def _open(
+        path: str,
+    ) -> tuple[sqlite3.Connection, sqlite3.Connection, sqlite3.Connection, sqlite3.Connection]:
         write: sqlite3.Connection | None = None
         read: sqlite3.Connection | None = None
         inline: sqlite3.Connection | None = None
+        peek: sqlite3.Connection | None = None
         try:
             write = _connect(path)
             mode = enable_wal(write, timeout_s=_BUSY_TIMEOUT_S)
@@ -334,17 +347,18 @@ class SqliteInbox(Inbox):
             read.execute("PRAGMA query_only = ON")
             read.execute(_SELECT, ("",)).fetchall()
             inline = _connect_inline(path)
+            peek = _connect_peek(path)
         except sqlite3.Error as error:
-            for conn in (write, read, inline):
+            for conn in (write, read, inline, peek):
                 if conn is not None:
                     conn.close()
             raise ConfigurationError(f"cannot open the SQLite inbox at {path!r}: {error}") from None
         except BaseException:
-            for conn in (write, read, inline):
+            for conn in (write, read, inline, peek):
                 if conn is not None:
                     conn.close()
             raise
-        return write, read, inline
+        return write, read, inline, peek
 
     # -- the contract -------------------------------------------------------------------------
 
@@ -459,18 +473,40 @@ class SqliteInbox(Inbox):
         return await self._submit(run)
 
     async def lookup(self, event_id: str) -> InboxRecord | None:
-        def run() -> InboxRecord | None:
-            row = self._read.execute(_SELECT, (event_id,)).fetchone()
-            return None if row is None else _record(row)
+        row = await self.fetch_one(_SELECT, (event_id,))
+        return None if row is None else _record(row)
 
+    async def fetch_one(self, sql: str, parameters: Sequence[Any] = ()) -> tuple[Any, ...] | None:
+        """The first row of a read-only query of this inbox's file (``None`` when it has none).
+
+        For the application's own tables next to the inbox; a query that would write is refused
+        (``query_only``). It runs at once when no other read is running and no lock is in the way,
+        else on the inbox's reader thread; a store that cannot be read is
+        :class:`InboxUnavailable`, as for :meth:`lookup`.
+        """
         self._check_open()
-        loop = asyncio.get_running_loop()
         try:
-            return await loop.run_in_executor(self._reader, run)
+            if self._read_lock.acquire(blocking=False):
+                try:
+                    row: tuple[Any, ...] | None = self._peek.execute(sql, parameters).fetchone()
+                    return row
+                except sqlite3.OperationalError as error:
+                    if not _is_busy(error):
+                        raise
+                finally:
+                    self._read_lock.release()
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._reader, self._read_one, sql, parameters)
         except sqlite3.Error as error:
             raise InboxUnavailable(f"the SQLite inbox could not be read: {error}") from None
         except RuntimeError as error:  # the executor was shut down by close()
             raise InboxUnavailable(f"the SQLite inbox is closed ({error})") from None
+
+    def _read_one(self, sql: str, parameters: Sequence[Any]) -> tuple[Any, ...] | None:
+        """On the reader thread: the read that could not run at once (it may wait for a lock)."""
+        with self._read_lock:
+            row: tuple[Any, ...] | None = self._read.execute(sql, parameters).fetchone()
+            return row
 
     async def purge(self, committed_before: datetime) -> int:
         cutoff = _to_us(committed_before)
@@ -569,6 +605,8 @@ class SqliteInbox(Inbox):
         self._read.close()
         with self._inline_lock:  # a claim running inline on another thread finishes first
             self._inline.close()
+        with self._read_lock:
+            self._peek.close()
 
     def _writer_loop(self) -> None:
         try:
@@ -666,6 +704,14 @@ class SqliteInbox(Inbox):
                 loop.call_soon_threadsafe(_settle, outcomes)
             except RuntimeError:  # that event loop is closed; nobody awaits these any more
                 continue
+
+
+def _is_busy(error: sqlite3.OperationalError) -> bool:
+    """Whether SQLite refused because a lock is held (``SQLITE_BUSY``/``SQLITE_LOCKED``)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+    return "locked" in str(error) or "busy" in str(error)
 
 
 def _run_work(item: TransactionalWork, conn: sqlite3.Connection) -> None:

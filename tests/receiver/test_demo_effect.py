@@ -1,14 +1,18 @@
-"""The reference app's demo effect stores: replicas that start together prepare them safely."""
+"""The reference app's demo effect stores: replicas that start together prepare them safely, and
+the SQLite store is counted through the inbox's own read connections."""
 
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 
 import psycopg
 import pytest
 from psycopg import sql
 
-from receiver.demo_effect import PostgresReminders
+from receiver import demo_effect
+from receiver.demo_effect import PostgresReminders, reminders_for
+from receiver.inbox import SqliteInbox
 from receiver.inbox.postgres import PostgresInbox
 from tests.receiver.inbox.postgres_backend import drop_schema, fresh_schema, inbox_location
 
@@ -36,3 +40,26 @@ def test_replicas_preparing_the_effect_table_at_once_do_not_collide(postgres_dsn
                 await drop_schema(postgres_dsn, schema)
 
     asyncio.run(scenario())
+
+
+def test_sqlite_reminders_are_counted_through_the_inbox_without_a_connection_of_their_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def scenario() -> int:
+        inbox = SqliteInbox(tmp_path / "inbox.db")
+        try:
+            reminders = reminders_for(inbox, str(tmp_path / "inbox.db"))
+            await reminders.prepare()
+            claim = await inbox.claim("evt_counted")
+            work = reminders.work("evt_counted", "ren_1", "renewal.reminder_due")
+            assert await inbox.commit("evt_counted", claim.token, 200, [work])
+
+            def no_connection(path: str) -> None:
+                raise AssertionError("a probe read opened a connection of its own")
+
+            monkeypatch.setattr(demo_effect, "_sqlite_connect", no_connection)
+            return await reminders.count("evt_counted")
+        finally:
+            await inbox.close()
+
+    assert asyncio.run(scenario()) == 1

@@ -638,3 +638,67 @@ async def test_a_claim_after_close_is_unavailable(path: Path, clock: FakeClock) 
     await closed.close()
     with pytest.raises(InboxUnavailable):
         await closed.claim("evt_closed")
+
+
+# -- reads ----------------------------------------------------------------------------------------
+
+
+async def test_fetch_one_reads_the_applications_tables_next_to_the_inbox(
+    inbox: SqliteInbox, path: Path
+) -> None:
+    claim = await inbox.claim("evt_read")
+    assert await inbox.commit("evt_read", claim.token, 200, [effect("one")])
+    assert await inbox.fetch_one("SELECT count(*) FROM effects WHERE tag = ?", ("one",)) == (1,)
+    assert await inbox.fetch_one("SELECT tag FROM effects WHERE tag = 'none'") is None
+
+
+async def test_fetch_one_refuses_a_query_that_would_write(inbox: SqliteInbox, path: Path) -> None:
+    with pytest.raises(InboxUnavailable, match="readonly"):
+        await inbox.fetch_one("INSERT INTO effects (tag) VALUES ('sneaky')")
+    assert _effects(path) == []
+
+
+class _LockedConnection:
+    """Stands in for the at-once read connection while another process holds the file in a way
+    that even a WAL reader must wait for (WAL recovery, an exclusive locking mode)."""
+
+    def __init__(self, real: sqlite3.Connection) -> None:
+        self.real = real
+        self.refused = 0
+
+    def execute(self, sql: str, parameters: Any = ()) -> Any:
+        self.refused += 1
+        raise sqlite3.OperationalError("database is locked")
+
+    def close(self) -> None:
+        self.real.close()
+
+
+async def test_a_read_that_meets_a_lock_moves_to_the_reader_thread(inbox: SqliteInbox) -> None:
+    claim = await inbox.claim("evt_seen")
+    assert await inbox.commit("evt_seen", claim.token, 200)
+    threads: list[str] = []
+    original = inbox._read_one
+
+    def on_reader_thread(sql: str, parameters: Any) -> Any:
+        threads.append(threading.current_thread().name)
+        return original(sql, parameters)
+
+    inbox._read_one = on_reader_thread  # type: ignore[method-assign]
+    locked = _LockedConnection(inbox._peek)
+    inbox._peek = locked  # type: ignore[assignment]
+    record = await inbox.lookup("evt_seen")
+    assert record is not None
+    assert record.state is RecordState.COMMITTED
+    assert locked.refused == 1
+    assert len(threads) == 1
+    assert threads[0].startswith("hookproof-inbox-reader")
+
+
+async def test_a_read_runs_at_once_when_no_other_read_is_running(inbox: SqliteInbox) -> None:
+    claim = await inbox.claim("evt_now")
+    assert await inbox.commit("evt_now", claim.token, 200)
+    inbox._reader.shutdown(wait=True)  # the reader thread is gone: only an at-once read works
+    record = await inbox.lookup("evt_now")
+    assert record is not None
+    assert record.status == 200
