@@ -61,6 +61,9 @@ class BatchStats:
     alone: int
     """Operations redone on their own after their batch's statement could not do them (a lock to
     wait for, an error that belongs to one of them): counted in ``operations`` too."""
+    failed: int = 0
+    """Batches that failed as a whole (every caller raised: a lost database): counted in
+    ``batches`` too."""
 
     @property
     def per_batch(self) -> float:
@@ -128,10 +131,11 @@ class Batcher(Generic[T, R]):
         self._operations = 0
         self._largest = 0
         self._alone = 0
+        self._failed = 0
 
     @property
     def stats(self) -> BatchStats:
-        return BatchStats(self._batches, self._operations, self._largest, self._alone)
+        return BatchStats(self._batches, self._operations, self._largest, self._alone, self._failed)
 
     def submit(self, key: str, item: T) -> asyncio.Future[R]:
         """Queue one operation; a future of its outcome. A plain function: the caller awaits."""
@@ -194,6 +198,7 @@ class Batcher(Generic[T, R]):
             try:
                 outcomes = await self._run([entry.item for entry in batch])
             except Exception as error:  # the whole batch failed: every caller raises
+                self._failed += 1
                 if len(batch) == 1:  # that caller's own exception, unchanged
                     outcomes = [Failed(error)]
                 else:
