@@ -404,6 +404,8 @@ class PostgresInbox(Inbox):
             async with self._connection() as conn:
                 cursor = await self._execute(conn, self._claim_sql, params)
                 rows = await cursor.fetchall()
+        except InboxUnavailable:
+            raise  # a lost database: every caller of the batch raises
         except InboxError as error:
             if len(event_ids) == 1 or not isinstance(error.__cause__, psycopg.Error):
                 raise

@@ -10,7 +10,7 @@ operations answer one by one, in submission order.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -132,7 +132,7 @@ async def test_concurrent_commits_share_one_statement_with_their_rows(
         [],  # no work: the compare-and-set alone
         [_row("evt_1", "first", 1), qualified],  # two rows, two tables' spellings
         [_row("evt_2", None, "42")],  # untyped text into an int column, a NULL
-        [PostgresInsert("effects", ("event_id", "n"), ("evt_3", 7))],  # other columns
+        [PostgresInsert("effects", ("event_id", "n", "at"), ("evt_3", 7, clock()))],  # typed
         [_row("evt_4", "it's 50% 'quoted'", -3)],
         [_row("evt_5", "stale")],  # a stale token: nothing written
     ]
@@ -152,6 +152,9 @@ async def test_concurrent_commits_share_one_statement_with_their_rows(
         ("evt_3", None, 7),
         ("evt_4", "it's 50% 'quoted'", -3),
     ]
+    async with inbox.connection() as conn:
+        cursor = await conn.execute("SELECT at FROM effects WHERE at IS NOT NULL")
+        assert await cursor.fetchall() == [(clock(),)]
     for n, event in enumerate(events[:5]):
         record = await inbox.lookup(event)
         assert record is not None
@@ -244,8 +247,19 @@ async def test_a_lost_database_fails_every_caller_of_the_batch_with_inbox_unavai
     )
     inbox = await PostgresInbox.connect(location, lease=LEASE, check_idle_after=None)
     try:
-        claims = await asyncio.gather(*(inbox.claim(f"evt_c{n}") for n in range(4)))
-        assert await terminate_backends(postgres_dsn, schema) == 1  # the pool's one connection
+        await inbox.claim("evt_warm")  # the pool's one connection is open and idle
+        assert await terminate_backends(postgres_dsn, schema) == 1
+        failed = await asyncio.gather(
+            *(inbox.claim(f"evt_c{n}") for n in range(4)), return_exceptions=True
+        )
+        assert all(isinstance(result, InboxUnavailable) for result in failed), failed
+        stats = inbox.stats.claims
+        assert (stats.batches, stats.failed, stats.alone) == (2, 1, 0)  # not redone one by one
+        claims = await _eventually(
+            lambda: asyncio.gather(*(inbox.claim(f"evt_c{n}") for n in range(4)))
+        )
+        assert [c.outcome for c in claims] == [ClaimOutcome.CLAIMED] * 4  # nothing was kept
+        assert await terminate_backends(postgres_dsn, schema) == 1
         results = await asyncio.gather(
             *(inbox.commit(c.event_id, c.token, 200) for c in claims), return_exceptions=True
         )
@@ -254,15 +268,9 @@ async def test_a_lost_database_fails_every_caller_of_the_batch_with_inbox_unavai
         stats = inbox.stats.commits
         assert (stats.batches, stats.operations, stats.failed) == (1, 4, 1)  # failed as a whole
         # Nothing was committed; once the pool has reconnected the commits go through.
-        for _ in range(100):
-            try:
-                retried = await asyncio.gather(
-                    *(inbox.commit(c.event_id, c.token, 200) for c in claims)
-                )
-            except InboxUnavailable:
-                await asyncio.sleep(0.05)  # real-time: the pool reconnects on its own schedule
-                continue
-            break
+        retried = await _eventually(
+            lambda: asyncio.gather(*(inbox.commit(c.event_id, c.token, 200) for c in claims))
+        )
         assert retried == [True] * 4
         record = await inbox.lookup("evt_c0")
         assert record is not None
@@ -270,6 +278,16 @@ async def test_a_lost_database_fails_every_caller_of_the_batch_with_inbox_unavai
     finally:
         await inbox.close()
         await drop_schema(postgres_dsn, schema)
+
+
+async def _eventually(operation: Callable[[], Awaitable[Any]]) -> Any:
+    """``operation()``'s value once it stops raising InboxUnavailable (the pool reconnecting)."""
+    for _ in range(100):
+        try:
+            return await operation()
+        except InboxUnavailable:
+            await asyncio.sleep(0.05)  # real-time: the pool reconnects on its own schedule
+    raise AssertionError("the inbox did not recover")
 
 
 async def test_a_caller_cancelled_mid_batch_does_not_disturb_the_others(
