@@ -21,6 +21,25 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   inserts become data-modifying CTEs that select from the compare-and-set ``UPDATE``, so they
   write exactly when the token is current, and the one statement is its own durable transaction
   (no ``BEGIN``/``COMMIT`` round trips). Other works take the transaction above.
+- **one statement for many deliveries**: the limit of a busy replica is its own CPU per statement
+  (the pool, psycopg's execute), so concurrent deliveries share their statements
+  (:mod:`receiver.inbox.postgres_batch`, like the SQLite inbox's group commit): the claims
+  submitted while a batch is prepared or in flight form the next batch, one ``INSERT … SELECT …
+  ON CONFLICT DO UPDATE`` for all of them, and so do the one-statement commits (one
+  compare-and-set ``UPDATE … FROM (VALUES …)``, their rows grouped per table as in
+  :mod:`receiver.inbox.postgres_rows`). An idle inbox starts an operation on the next turn of the
+  event loop; at most two batches of a kind run at once (each on one pooled connection), at most
+  256 operations each. Two operations on one event never share a batch (the second waits for the
+  first one's answer: claims of one event keep their order), and every batch locks its rows in
+  event-id order, so batches of two replicas cannot deadlock. Every caller is answered from its
+  own batch's result only: a lost database fails every caller of the batch with
+  :class:`~receiver.exceptions.InboxUnavailable`; a batch's commit statement, like one
+  delivery's statement with rows, waits at most 1 ms for a lock, then leaves each of its commits
+  to an explicit transaction whose ``COMMIT`` only a live replica sends (a replica killed while
+  its commit waits leaves nothing committed); a batch statement that fails for one delivery's
+  reason (a row its table refuses) is redone delivery by delivery, so only that one fails, with
+  its own error. Releases (rare: a handler failed) stay one statement each.
+  :attr:`PostgresInbox.stats` counts the batches.
 - **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
   server's ``synchronous_commit`` (keep it ``on`` or stronger: the 2xx promises durability).
   Claims and releases commit without waiting for the WAL flush (see ``_NOT_DURABLE``): losing
@@ -543,7 +562,7 @@ class PostgresInbox(Inbox):
                 literal = Transformer.from_context(conn).as_literal
                 records: list[bytes] = []
                 rows: list[tuple[bytes, PostgresInsert]] = []
-                for commit in sorted(commits, key=_event_id):  # one lock order for every batch
+                for commit in sorted(commits, key=_event_id):  # rows in one order, always
                     key = literal(commit.event_id)
                     token, status = literal(commit.token), literal(commit.status)
                     records.append(b"(%b, %b, %b)" % (key, token, status))
@@ -555,7 +574,7 @@ class PostgresInbox(Inbox):
                     b", ".join(records),
                     grouped_inserts(rows, literal),
                 )
-                await cursor.execute(statement.decode())
+                await cursor.execute(statement.decode(conn.info.encoding))
             except psycopg.errors.LockNotAvailable:
                 return None
             except psycopg.OperationalError:

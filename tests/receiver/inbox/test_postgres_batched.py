@@ -421,3 +421,27 @@ def _failing_row(inbox: Inbox) -> Any:
         raise ValueError("the row is refused")
 
     return fails
+
+
+async def test_a_batch_is_spelled_in_the_connection_encoding(postgres_dsn: str) -> None:
+    schema = fresh_schema("batchenc")
+    location = inbox_location(postgres_dsn, schema, client_encoding="LATIN1")
+    inbox = await PostgresInbox.connect(location, lease=LEASE, clock=FakeClock())
+    try:
+        async with inbox.connection() as conn:
+            await conn.execute("CREATE TABLE effects (event_id text NOT NULL, note text)")
+        events = ["evt_é1", "evt_é2"]
+        claims = await asyncio.gather(*(inbox.claim(event) for event in events))
+        rows = [PostgresInsert("effects", ("event_id", "note"), (e, "café")) for e in events]
+        pairs = zip(claims, rows, strict=True)
+        results = await asyncio.gather(
+            *(inbox.commit(c.event_id, c.token, 200, [r]) for c, r in pairs)
+        )
+        assert results == [True, True]
+        assert inbox.stats.commits.batches == 1
+        async with inbox.connection() as conn:
+            cursor = await conn.execute("SELECT event_id, note FROM effects ORDER BY event_id")
+            assert await cursor.fetchall() == [(event, "café") for event in events]
+    finally:
+        await inbox.close()
+        await drop_schema(postgres_dsn, schema)
