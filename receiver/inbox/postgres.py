@@ -39,7 +39,10 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   its commit waits leaves nothing committed); a batch statement that fails for one delivery's
   reason (a row its table refuses) is redone delivery by delivery, so only that one fails, with
   its own error. Releases (rare: a handler failed) stay one statement each.
-  :attr:`PostgresInbox.stats` counts the batches.
+  :attr:`PostgresInbox.stats` counts the batches. The price: a claim batch has no lock timeout,
+  so a claim of an event whose row another session holds locked (that event's commit
+  transaction, running callable work) holds up the other claims of its batch until that
+  transaction ends, where each claim used to wait alone.
 - **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
   server's ``synchronous_commit`` (keep it ``on`` or stronger: the 2xx promises durability).
   Claims and releases commit without waiting for the WAL flush (see ``_NOT_DURABLE``): losing
