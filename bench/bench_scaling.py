@@ -20,8 +20,9 @@ configuration gets a short warm-up on other events first, and the measured set o
 events is sized from the warm-up's rate (times ``--margin``), so wrk never runs out of them. Both
 the PostgreSQL server and the load generator share the machine's cores with the receivers, so the
 numbers compare the configurations with each other, not with a production deployment. Target:
-PostgreSQL x1 >= 20% of bare (a delivery costs two round trips: the claim, and one commit
-statement that also writes the demo effect's row).
+PostgreSQL x1 >= 20% of bare (a delivery costs two statements: the claim, and one commit
+statement that also writes the demo effect's row; each is shared by the concurrent deliveries of
+a batch).
 
 The script prints requests/s, p99 and ratios against the bare endpoint, and fails if any durable
 answer was not 2xx or if wrk ran out of distinct requests. It needs PostgreSQL at ``--dsn``

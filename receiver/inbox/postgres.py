@@ -21,6 +21,28 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   inserts become data-modifying CTEs that select from the compare-and-set ``UPDATE``, so they
   write exactly when the token is current, and the one statement is its own durable transaction
   (no ``BEGIN``/``COMMIT`` round trips). Other works take the transaction above.
+- **one statement for many deliveries**: the limit of a busy replica is its own CPU per statement
+  (the pool, psycopg's execute), so concurrent deliveries share their statements
+  (:mod:`receiver.inbox.postgres_batch`, like the SQLite inbox's group commit): the claims
+  submitted while a batch is prepared or in flight form the next batch, one ``INSERT … SELECT …
+  ON CONFLICT DO UPDATE`` for all of them, and so do the one-statement commits (one
+  compare-and-set ``UPDATE … FROM (VALUES …)``, their rows grouped per table as in
+  :mod:`receiver.inbox.postgres_rows`). An idle inbox starts an operation on the next turn of the
+  event loop; at most two batches of a kind run at once (each on one pooled connection), at most
+  256 operations each. Two operations on one event never share a batch (the second waits for the
+  first one's answer: claims of one event keep their order), and every batch locks its rows in
+  event-id order, so batches of two replicas cannot deadlock. Every caller is answered from its
+  own batch's result only: a lost database fails every caller of the batch with
+  :class:`~receiver.exceptions.InboxUnavailable`; a batch's commit statement, like one
+  delivery's statement with rows, waits at most 1 ms for a lock, then leaves each of its commits
+  to an explicit transaction whose ``COMMIT`` only a live replica sends (a replica killed while
+  its commit waits leaves nothing committed); a batch statement that fails for one delivery's
+  reason (a row its table refuses) is redone delivery by delivery, so only that one fails, with
+  its own error. Releases (rare: a handler failed) stay one statement each.
+  :attr:`PostgresInbox.stats` counts the batches. The price: a claim batch has no lock timeout,
+  so a claim of an event whose row another session holds locked (that event's commit
+  transaction, running callable work) holds up the other claims of its batch until that
+  transaction ends, where each claim used to wait alone.
 - **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
   server's ``synchronous_commit`` (keep it ``on`` or stronger: the 2xx promises durability).
   Claims and releases commit without waiting for the WAL flush (see ``_NOT_DURABLE``): losing
@@ -64,10 +86,11 @@ from __future__ import annotations
 
 import asyncio
 import inspect
+import json
 import re
 import time
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -87,14 +110,22 @@ from receiver.inbox.contract import (
     retry_after_seconds,
     utc_now,
 )
+from receiver.inbox.postgres_batch import Batcher, BatchStats, Failed, Later
+from receiver.inbox.postgres_rows import PostgresInsert, grouped_inserts
 from receiver.inbox.postgres_schema import INBOX_TABLE, migrate
 
 if TYPE_CHECKING:
-    from psycopg import AsyncConnection
+    from psycopg import AsyncConnection, AsyncCursor
     from psycopg.sql import Composed
     from psycopg_pool import AsyncConnectionPool
 
-__all__ = ["PostgresInbox", "PostgresInsert", "PostgresLocation", "parse_location"]
+__all__ = [
+    "PostgresBatchStats",
+    "PostgresInbox",
+    "PostgresInsert",
+    "PostgresLocation",
+    "parse_location",
+]
 
 DEFAULT_APPLICATION_NAME = "hookproof-receiver"
 DEFAULT_POOL_MIN_SIZE = 1
@@ -120,7 +151,8 @@ _COLUMNS = (
 _CLAIMABLE = "(r.state = 'released' OR (r.state = 'in_flight' AND r.lease_expires_at <= %(now)s))"
 _CLAIM_SQL = f"""
 INSERT INTO {{table}} AS r ({_COLUMNS}, last_claim)
-VALUES (%(event_id)s, 'in_flight', 1, 1, 0, NULL, %(expires)s, %(now)s, NULL, 'claimed')
+SELECT claimed.event_id, 'in_flight', 1, 1, 0, NULL, %(expires)s, %(now)s, NULL, 'claimed'
+FROM json_array_elements_text(%(event_ids)s::json) AS claimed(event_id)
 ON CONFLICT (event_id) DO UPDATE SET
     deliveries = r.deliveries + 1,
     last_claim = CASE
@@ -131,8 +163,10 @@ ON CONFLICT (event_id) DO UPDATE SET
     token = CASE WHEN {_CLAIMABLE} THEN r.token + 1 ELSE r.token END,
     lease_expires_at = CASE WHEN {_CLAIMABLE} THEN %(expires)s ELSE r.lease_expires_at END,
     state = CASE WHEN r.state = 'committed' THEN 'committed' ELSE 'in_flight' END
-RETURNING last_claim, token, status, lease_expires_at, {{not_durable}}
+RETURNING r.event_id, last_claim, token, status, lease_expires_at, {{not_durable}}
 """
+"""The claims of one batch (distinct event ids, as a JSON array, sorted: every batch locks its
+rows in the same order, so two replicas' batches cannot deadlock)."""
 _COMMIT_SQL = """
 UPDATE {table} SET state = 'committed', status = %(status)s, effects = effects + 1,
     lease_expires_at = NULL, committed_at = %(now)s
@@ -143,10 +177,20 @@ _FOLDED_SQL = (
     "SET LOCAL lock_timeout = {lock_timeout};\n"
     "WITH done AS ({update}){inserts}\nSELECT count(*) FROM done"
 )
-_FOLDED_LOCK_TIMEOUT = "1ms"
-"""How long the one-statement commit may wait for a lock before it becomes a transaction."""
 """A commit whose works are rows to insert, as one statement: each insert selects its row from
 ``done`` (the compare-and-set), so a stale token inserts nothing."""
+_FOLDED_LOCK_TIMEOUT = "1ms"
+"""How long a one-statement commit may wait for a lock before it becomes a transaction."""
+_BATCH_COMMIT_SQL = b"""SET LOCAL lock_timeout = '%b';
+WITH done AS (UPDATE %b AS r SET state = 'committed', status = c.status, effects = r.effects + 1,
+    lease_expires_at = NULL, committed_at = %b
+FROM (VALUES %b) AS c(event_id, token, status)
+WHERE r.event_id = c.event_id AND r.token = c.token AND r.state = 'in_flight'
+RETURNING r.event_id)%b
+SELECT event_id FROM done"""
+"""The commits of one batch (distinct event ids, sorted) as one statement: the compare-and-set of
+every record, then the rows of :func:`~receiver.inbox.postgres_rows.grouped_inserts`; it returns
+the event ids whose token was current."""
 _RELEASE_SQL = """
 UPDATE {table} SET state = 'released'
 WHERE event_id = %(event_id)s AND token = %(token)s AND state = 'in_flight'
@@ -166,57 +210,6 @@ WITH purged AS (
 )
 SELECT count(*) FROM purged
 """
-
-
-@dataclass(frozen=True)
-class PostgresInsert:
-    """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
-
-    As a work it is data, so :meth:`PostgresInbox.commit` folds it into its commit statement
-    (one round trip instead of ``BEGIN``, the update, the insert and ``COMMIT``). Called with a
-    connection it runs the insert there, like any other work. ``table`` may be qualified
-    (``schema.table``); unqualified, it is found on the inbox's ``search_path``. Values are sent
-    with psycopg's types (text, numbers, timestamps …), selected into the columns.
-    """
-
-    table: str
-    columns: tuple[str, ...]
-    values: tuple[Any, ...]
-
-    def __post_init__(self) -> None:
-        if not self.columns or len(self.columns) != len(self.values):
-            raise ConfigurationError("PostgresInsert needs one value per column, at least one")
-
-    def __call__(self, conn: AsyncConnection[Any]) -> Any:
-        from psycopg import sql
-
-        placeholders = sql.SQL(", ").join(sql.Placeholder() * len(self.values))
-        statement = sql.SQL("INSERT INTO {} ({}) VALUES ({})").format(
-            self._table(), self._columns(), placeholders
-        )
-        return conn.execute(statement, self.values)
-
-    def _table(self) -> Composed:
-        from psycopg import sql
-
-        return sql.SQL(".").join(sql.Identifier(part) for part in self.table.split("."))
-
-    def _columns(self) -> Composed:
-        from psycopg import sql
-
-        return sql.SQL(", ").join(sql.Identifier(column) for column in self.columns)
-
-    def folded(self, name: str, params: dict[str, Any]) -> Composed:
-        """This insert as the CTE ``name`` of a folded commit (its values added to ``params``
-        as ``name_0``, ``name_1`` …): it writes its row only if ``done`` has one."""
-        from psycopg import sql
-
-        keys = [f"{name}_{n}" for n in range(len(self.values))]
-        params.update(zip(keys, self.values, strict=True))
-        values = sql.SQL(", ").join(sql.Placeholder(key) for key in keys)
-        return sql.SQL(",\n{} AS (INSERT INTO {} ({}) SELECT {} FROM done)").format(
-            sql.Identifier(name), self._table(), self._columns(), values
-        )
 
 
 @dataclass(frozen=True)
@@ -307,6 +300,7 @@ class PostgresInbox(Inbox):
         self._clock = datetime_source(clock)
         self._pool = pool
         self._location = location
+        self._closing = False
         self._closed = False
         self._check_task: asyncio.Task[None] | None = None
         self._used_at = used_at if used_at is not None else weakref.WeakKeyDictionary()
@@ -320,6 +314,10 @@ class PostgresInbox(Inbox):
         self._release_sql = sql.SQL(_RELEASE_SQL).format(table=table, not_durable=not_durable)
         self._lookup_sql = sql.SQL(_LOOKUP_SQL).format(table=table)
         self._purge_sql = sql.SQL(_PURGE_SQL).format(table=table)
+        self._table = table.as_bytes(None)
+        closed = "the PostgreSQL inbox is closed"
+        self._claims: Batcher[str, Claim] = Batcher(self._claim_batch, closed=closed)
+        self._commits: Batcher[_Commit, bool] = Batcher(self._commit_batch, closed=closed)
 
     @classmethod
     async def connect(
@@ -406,25 +404,45 @@ class PostgresInbox(Inbox):
         """The database, named without its password."""
         return self._location.display
 
+    @property
+    def stats(self) -> PostgresBatchStats:
+        """How well claims and commits are being batched so far."""
+        return PostgresBatchStats(self._claims.stats, self._commits.stats)
+
     async def claim(self, event_id: str) -> Claim:
+        return await self._claims.submit(event_id, event_id)
+
+    async def _claim_batch(self, event_ids: list[str]) -> list[Claim | Failed | Later[Claim]]:
+        """One statement for the claims of one batch (distinct event ids)."""
+        import psycopg
+
         now = self._now()
-        params = {"event_id": event_id, "now": now, "expires": now + self.lease}
-        async with self._connection() as conn:
-            row = await self._fetchone(conn, self._claim_sql, params)
-        if row is None:  # pragma: no cover - INSERT … RETURNING always returns the row
-            raise InboxError(f"claiming {event_id!r} returned nothing")
-        last_claim, token, status, lease_expires_at, _ = row
-        if last_claim == "committed":
-            return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
-        if last_claim == "in_flight":
-            return Claim(
-                ClaimOutcome.IN_FLIGHT,
-                event_id,
-                retry_after=retry_after_seconds(lease_expires_at, now),
-            )
-        return Claim(
-            ClaimOutcome.CLAIMED, event_id, token=token, taken_over=last_claim == "taken_over"
-        )
+        params = {
+            "event_ids": json.dumps(sorted(event_ids)),
+            "now": now,
+            "expires": now + self.lease,
+        }
+        try:
+            async with self._connection() as conn:
+                cursor = await self._execute(conn, self._claim_sql, params)
+                rows = await cursor.fetchall()
+        except InboxUnavailable:
+            raise  # a lost database: every caller of the batch raises
+        except InboxError as error:
+            if len(event_ids) == 1 or not isinstance(error.__cause__, psycopg.Error):
+                raise
+            # The statement failed for a reason of one claim (an event id PostgreSQL refuses):
+            # each claim again on its own, so only the guilty one fails.
+            return [Later(self._claim_batch_of_one(event_id)) for event_id in event_ids]
+        found = {row[0]: row for row in rows}
+        if len(found) != len(event_ids):  # pragma: no cover - every row is inserted or updated
+            raise InboxError(f"claiming {len(event_ids)} events returned {len(found)} rows")
+        return [_claim(event_id, found[event_id], now) for event_id in event_ids]
+
+    async def _claim_batch_of_one(self, event_id: str) -> Claim:
+        (outcome,) = await self._claim_batch([event_id])
+        assert isinstance(outcome, Claim)
+        return outcome
 
     async def commit(
         self,
@@ -433,14 +451,51 @@ class PostgresInbox(Inbox):
         status: int,
         work: Sequence[TransactionalWork] = (),
     ) -> bool:
-        params = {"event_id": event_id, "token": token, "status": status, "now": self._now()}
         works = tuple(work)
-        if not works:  # one statement is its own (durable) transaction: one round trip
+        if all(type(item) is PostgresInsert for item in works):  # one statement: batched
+            commit = _Commit(event_id, token, status, works)  # type: ignore[arg-type]
+            return await self._commits.submit(event_id, commit)
+        params = {"event_id": event_id, "token": token, "status": status, "now": self._now()}
+        return await self._commit_in_transaction(params, works)
+
+    async def _commit_batch(self, commits: list[_Commit]) -> list[bool | Failed | Later[bool]]:
+        """The commits of one batch (distinct event ids): one statement for one commit or many.
+
+        A statement that would wait for a lock leaves its commits to explicit transactions, each
+        on its own (:meth:`_commit_folded`); a batch statement that fails for another reason than
+        the database's (a row one delivery inserts breaks a constraint, say) is redone delivery by
+        delivery, so only the guilty one fails, with its own exception.
+        """
+        now = self._now()
+        if len(commits) == 1:
+            (commit,) = commits
+            done = await self._commit_statement(commit, now)
+            return [Later(self._commit_waiting(commit, now)) if done is None else done]
+        try:
+            committed = await self._commit_together(commits, now)
+        except _BatchRefused:
+            return [Later(self._commit_alone(commit)) for commit in commits]
+        if committed is None:
+            return [Later(self._commit_waiting(commit, now)) for commit in commits]
+        return [commit.event_id in committed for commit in commits]
+
+    async def _commit_alone(self, commit: _Commit) -> bool:
+        """One delivery's commit: its one statement, or the transaction if that would wait."""
+        now = self._now()
+        done = await self._commit_statement(commit, now)
+        return await self._commit_waiting(commit, now) if done is None else done
+
+    async def _commit_statement(self, commit: _Commit, now: datetime) -> bool | None:
+        """One delivery's commit as one statement (its own, durable, transaction); ``None`` if
+        it would wait for a lock (rows to insert only: see :meth:`_commit_folded`)."""
+        params = commit.params(now)
+        if not commit.inserts:
             async with self._connection() as conn:
                 return await self._fetchone(conn, self._commit_sql, params) is not None
-        if all(type(item) is PostgresInsert for item in works):
-            return await self._commit_folded(params, works)  # type: ignore[arg-type]
-        return await self._commit_in_transaction(params, works)
+        return await self._commit_folded(params, commit.inserts)
+
+    def _commit_waiting(self, commit: _Commit, now: datetime) -> Awaitable[bool]:
+        return self._commit_in_transaction(commit.params(now), commit.inserts)
 
     async def _commit_in_transaction(
         self, params: dict[str, Any], works: Sequence[TransactionalWork]
@@ -462,10 +517,10 @@ class PostgresInbox(Inbox):
 
     async def _commit_folded(
         self, params: dict[str, Any], inserts: Sequence[PostgresInsert]
-    ) -> bool:
-        """The compare-and-set and every insert in one statement: one durable round trip. An
-        insert that fails fails the statement, so nothing is kept and its error is raised
-        unchanged (as a work's error is).
+    ) -> bool | None:
+        """The compare-and-set and every insert in one statement: one durable round trip; or
+        ``None`` if the statement would have waited for a lock. An insert that fails fails the
+        statement, so nothing is kept and its error is raised unchanged (as a work's error is).
 
         The statement never waits for a lock (``lock_timeout`` of :data:`_FOLDED_LOCK_TIMEOUT`,
         local to its implicit transaction): a commit that would wait — another session holds the
@@ -491,14 +546,46 @@ class PostgresInbox(Inbox):
             try:
                 await cursor.execute(statement, folded_params)
             except psycopg.errors.LockNotAvailable:
-                waits = True  # (an OperationalError: caught here, before _connection sees it)
-            else:
-                waits = False
-                cursor.nextset()
-                row = await cursor.fetchone()
-        if waits:
-            return await self._commit_in_transaction(params, inserts)
+                return None  # (an OperationalError: caught here, before _connection sees it)
+            cursor.nextset()
+            row = await cursor.fetchone()
         return row is not None and row[0] == 1
+
+    async def _commit_together(self, commits: list[_Commit], now: datetime) -> set[str] | None:
+        """Several deliveries' commits in one statement (:data:`_BATCH_COMMIT_SQL`): the event
+        ids committed, or ``None`` if the statement would have waited for a lock (the same rule
+        as :meth:`_commit_folded`). :class:`_BatchRefused` if it failed for another reason than
+        a lost database."""
+        import psycopg
+        from psycopg.adapt import Transformer
+
+        async with self._connection() as conn:
+            cursor = psycopg.AsyncClientCursor(conn)
+            try:
+                literal = Transformer.from_context(conn).as_literal
+                records: list[bytes] = []
+                rows: list[tuple[bytes, PostgresInsert]] = []
+                for commit in sorted(commits, key=_event_id):  # rows in one order, always
+                    key = literal(commit.event_id)
+                    token, status = literal(commit.token), literal(commit.status)
+                    records.append(b"(%b, %b, %b)" % (key, token, status))
+                    rows.extend((key, row) for row in commit.inserts)
+                statement = _BATCH_COMMIT_SQL % (
+                    _FOLDED_LOCK_TIMEOUT.encode(),
+                    self._table,
+                    literal(now),
+                    b", ".join(records),
+                    grouped_inserts(rows, literal),
+                )
+                await cursor.execute(statement.decode(conn.info.encoding))
+            except psycopg.errors.LockNotAvailable:
+                return None
+            except psycopg.OperationalError:
+                raise  # the database is lost: InboxUnavailable for every caller
+            except psycopg.Error as error:
+                raise _BatchRefused from error
+            cursor.nextset()
+            return {event_id for (event_id,) in await cursor.fetchall()}
 
     async def release(self, event_id: str, token: int) -> bool:
         params = {"event_id": event_id, "token": token}
@@ -543,8 +630,12 @@ class PostgresInbox(Inbox):
         return int(row[0])
 
     async def close(self) -> None:
-        if self._closed:
+        """Let every claim and commit already submitted finish, then close the pool."""
+        if self._closing:
             return
+        self._closing = True
+        await self._claims.drain()
+        await self._commits.drain()
         self._closed = True
         if self._check_task is not None:
             self._check_task.cancel()
@@ -589,12 +680,19 @@ class PostgresInbox(Inbox):
     async def _fetchone(
         self, conn: AsyncConnection[Any], query: Composed, params: dict[str, Any]
     ) -> tuple[Any, ...] | None:
+        """One of the inbox's own statements, its first row (see :meth:`_execute`)."""
+        cursor = await self._execute(conn, query, params)
+        row: tuple[Any, ...] | None = await cursor.fetchone()
+        return row
+
+    async def _execute(
+        self, conn: AsyncConnection[Any], query: Composed, params: dict[str, Any]
+    ) -> AsyncCursor[Any]:
         """Run one of the inbox's own statements; its non-connection errors become InboxError."""
         import psycopg
 
         try:
-            cursor = await conn.execute(query, params)
-            row: tuple[Any, ...] | None = await cursor.fetchone()
+            return await conn.execute(query, params)
         except psycopg.OperationalError:
             raise
         except psycopg.Error as exc:
@@ -602,7 +700,6 @@ class PostgresInbox(Inbox):
                 f"the PostgreSQL inbox in schema {self._location.schema!r} at "
                 f"{self._location.display} failed: {_reason(exc, self._location)}"
             ) from exc
-        return row
 
     def _recheck_pool(self) -> None:
         """After a failure, test every idle connection in the background and replace dead ones."""
@@ -634,6 +731,49 @@ class _IdleCheck:
         last = self.used_at.get(conn)
         if last is None or time.monotonic() - last >= self.idle_after:
             await AsyncConnectionPool.check_connection(conn)
+
+
+@dataclass(frozen=True)
+class PostgresBatchStats:
+    """How well the inbox is batching (:attr:`PostgresInbox.stats`): claims and commits."""
+
+    claims: BatchStats
+    commits: BatchStats
+    """Commits without work or with rows to insert only (commits with other work are not
+    batched)."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    """One commit waiting for its batch: a compare-and-set and the rows to insert with it."""
+
+    event_id: str
+    token: int
+    status: int
+    inserts: tuple[PostgresInsert, ...]
+
+    def params(self, now: datetime) -> dict[str, Any]:
+        return {"event_id": self.event_id, "token": self.token, "status": self.status, "now": now}
+
+
+def _event_id(commit: _Commit) -> str:
+    return commit.event_id
+
+
+def _claim(event_id: str, row: tuple[Any, ...], now: datetime) -> Claim:
+    """The :class:`Claim` one row of :data:`_CLAIM_SQL` means."""
+    _, last_claim, token, status, lease_expires_at, _ = row
+    if last_claim == "committed":
+        return Claim(ClaimOutcome.COMMITTED, event_id, status=status)
+    if last_claim == "in_flight":
+        return Claim(
+            ClaimOutcome.IN_FLIGHT, event_id, retry_after=retry_after_seconds(lease_expires_at, now)
+        )
+    return Claim(ClaimOutcome.CLAIMED, event_id, token=token, taken_over=last_claim == "taken_over")
+
+
+class _BatchRefused(Exception):
+    """Raised when a batch's statement failed for a reason of its own, not a lost database."""
 
 
 class _StaleToken(Exception):
