@@ -39,10 +39,10 @@ It implements :mod:`receiver.inbox.contract` on one table (its schema is in
   its commit waits leaves nothing committed); a batch statement that fails for one delivery's
   reason (a row its table refuses) is redone delivery by delivery, so only that one fails, with
   its own error. Releases (rare: a handler failed) stay one statement each.
-  :attr:`PostgresInbox.stats` counts the batches. The price: a claim batch has no lock timeout,
-  so a claim of an event whose row another session holds locked (that event's commit
-  transaction, running callable work) holds up the other claims of its batch until that
-  transaction ends, where each claim used to wait alone.
+  :attr:`PostgresInbox.stats` counts the batches. A claim batch of several never waits for a
+  row lock either (1 ms): if another session holds one of its events (that event's commit
+  transaction running callable work, say), each of its claims is made again on its own, so only
+  that one waits, as it did unbatched.
 - **durability**: ``commit`` returns only after PostgreSQL acknowledged ``COMMIT`` under the
   server's ``synchronous_commit`` (keep it ``on`` or stronger: the 2xx promises durability).
   Claims and releases commit without waiting for the WAL flush (see ``_NOT_DURABLE``): losing
@@ -309,6 +309,10 @@ class PostgresInbox(Inbox):
         )
         not_durable = sql.SQL(_NOT_DURABLE)
         self._claim_sql = sql.SQL(_CLAIM_SQL).format(table=table, not_durable=not_durable)
+        self._claim_batch_sql = (
+            sql.SQL("SET LOCAL lock_timeout = {};\n").format(sql.Literal(_FOLDED_LOCK_TIMEOUT))
+            + self._claim_sql
+        )
         self._commit_sql = sql.SQL(_COMMIT_SQL).format(table=table)
         self._folded_update = sql.SQL(_COMMIT_SQL.strip()).format(table=table)
         self._release_sql = sql.SQL(_RELEASE_SQL).format(table=table, not_durable=not_durable)
@@ -413,7 +417,13 @@ class PostgresInbox(Inbox):
         return await self._claims.submit(event_id, event_id)
 
     async def _claim_batch(self, event_ids: list[str]) -> list[Claim | Failed | Later[Claim]]:
-        """One statement for the claims of one batch (distinct event ids)."""
+        """One statement for the claims of one batch (distinct event ids).
+
+        A batch of several never waits for a row lock (``lock_timeout`` of
+        :data:`_FOLDED_LOCK_TIMEOUT`, local to the statement's implicit transaction): if another
+        session holds one of its events (that event's commit transaction running its work, say),
+        every claim is made again on its own, so only that one waits, as it would unbatched.
+        """
         import psycopg
 
         now = self._now()
@@ -422,18 +432,29 @@ class PostgresInbox(Inbox):
             "now": now,
             "expires": now + self.lease,
         }
-        try:
+        if len(event_ids) == 1:
             async with self._connection() as conn:
                 cursor = await self._execute(conn, self._claim_sql, params)
                 rows = await cursor.fetchall()
-        except InboxUnavailable:
-            raise  # a lost database: every caller of the batch raises
-        except InboxError as error:
-            if len(event_ids) == 1 or not isinstance(error.__cause__, psycopg.Error):
-                raise
-            # The statement failed for a reason of one claim (an event id PostgreSQL refuses):
-            # each claim again on its own, so only the guilty one fails.
-            return [Later(self._claim_batch_of_one(event_id)) for event_id in event_ids]
+        else:
+            async with self._connection() as conn:
+                # Client-side binding: SET LOCAL and the claims in one message, one transaction.
+                batch = psycopg.AsyncClientCursor(conn)
+                try:
+                    await batch.execute(self._claim_batch_sql, params)
+                except psycopg.errors.LockNotAvailable:
+                    rows = None  # (an OperationalError: caught before _connection sees it)
+                except psycopg.OperationalError:
+                    raise  # a lost database: every caller of the batch raises
+                except psycopg.Error:
+                    # The statement failed for a reason of one claim (an event id PostgreSQL
+                    # refuses): each claim again on its own, so only the guilty one fails.
+                    rows = None
+                else:
+                    batch.nextset()
+                    rows = await batch.fetchall()
+            if rows is None:
+                return [Later(self._claim_batch_of_one(event_id)) for event_id in event_ids]
         found = {row[0]: row for row in rows}
         if len(found) != len(event_ids):  # pragma: no cover - every row is inserted or updated
             raise InboxError(f"claiming {len(event_ids)} events returned {len(found)} rows")

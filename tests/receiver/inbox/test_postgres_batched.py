@@ -222,6 +222,29 @@ async def test_a_batch_whose_rows_would_wait_for_a_lock_becomes_transactions(
     assert await _effects(inbox) == [(event, "waited", None) for event in events]
 
 
+async def test_a_claim_batch_never_waits_for_one_locked_row_with_the_others(
+    opened: tuple[PostgresInbox, str, FakeClock], postgres_dsn: str
+) -> None:
+    inbox, schema, _ = opened
+    held = await inbox.claim("evt_held")
+    assert await inbox.commit("evt_held", held.token, 200)
+    async with await psycopg.AsyncConnection.connect(postgres_dsn) as locker:
+        await locker.execute(  # another session holds the event's row (a long commit, say)
+            sql.SQL(
+                "SELECT 1 FROM {}.hookproof_inbox WHERE event_id = 'evt_held' FOR UPDATE"
+            ).format(sql.Identifier(schema))
+        )
+        locked = asyncio.ensure_future(inbox.claim("evt_held"))
+        free = asyncio.gather(inbox.claim("evt_free1"), inbox.claim("evt_free2"))
+        outcomes = [claim.outcome for claim in await free]  # not held up by the locked row
+        assert outcomes == [ClaimOutcome.CLAIMED, ClaimOutcome.CLAIMED]
+        await _until_waiting(postgres_dsn, schema, count=1)
+        assert not locked.done()  # only the claim of the locked event waits, on its own
+        await locker.rollback()
+    assert (await locked).outcome is ClaimOutcome.COMMITTED
+    assert inbox.stats.claims.alone == 3
+
+
 async def _until_waiting(dsn: str, application_name: str, *, count: int) -> None:
     """Until ``count`` sessions of ``application_name`` wait for a lock."""
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
