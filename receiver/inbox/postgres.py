@@ -432,6 +432,7 @@ class PostgresInbox(Inbox):
             "now": now,
             "expires": now + self.lease,
         }
+        rows: list[Any] | None
         if len(event_ids) == 1:
             async with self._connection() as conn:
                 cursor = await self._execute(conn, self._claim_sql, params)
@@ -453,8 +454,8 @@ class PostgresInbox(Inbox):
                 else:
                     batch.nextset()
                     rows = await batch.fetchall()
-            if rows is None:
-                return [Later(self._claim_batch_of_one(event_id)) for event_id in event_ids]
+        if rows is None:
+            return [Later(self._claim_batch_of_one(event_id)) for event_id in event_ids]
         found = {row[0]: row for row in rows}
         if len(found) != len(event_ids):  # pragma: no cover - every row is inserted or updated
             raise InboxError(f"claiming {len(event_ids)} events returned {len(found)} rows")
