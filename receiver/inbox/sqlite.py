@@ -51,6 +51,7 @@ in-memory twin.
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import os
 import queue
@@ -192,18 +193,25 @@ class SqliteInsert:
         if not self.columns or len(self.columns) != len(self.values):
             raise ConfigurationError("SqliteInsert needs one value per column, at least one")
 
-    def _target(self) -> str:
-        table = ".".join(_quoted(part) for part in self.table.split("."))
-        return f"{table} ({', '.join(_quoted(column) for column in self.columns)})"
-
     def __call__(self, conn: sqlite3.Connection) -> None:
-        marks = ", ".join("?" * len(self.values))
-        conn.execute(f"INSERT INTO {self._target()} VALUES ({marks})", self.values)
+        conn.execute(_insert_statements(self.table, self.columns)[0], self.values)
 
     def gated(self) -> str:
         """The insert, writing its row only while ``(event_id, token)`` holds the claim."""
-        marks = ", ".join("?" * len(self.values))
-        return f"INSERT INTO {self._target()} SELECT {marks} WHERE EXISTS ({_HOLDS_CLAIM})"
+        return _insert_statements(self.table, self.columns)[1]
+
+
+@functools.lru_cache(maxsize=256)
+def _insert_statements(table: str, columns: tuple[str, ...]) -> tuple[str, str]:
+    """The plain and the gated insert into ``table (columns)``: spelled once per target, not per
+    delivery (a handler inserts into the same few tables every time)."""
+    target = ".".join(_quoted(part) for part in table.split("."))
+    target += f" ({', '.join(_quoted(column) for column in columns)})"
+    marks = ", ".join("?" * len(columns))
+    return (
+        f"INSERT INTO {target} VALUES ({marks})",
+        f"INSERT INTO {target} SELECT {marks} WHERE EXISTS ({_HOLDS_CLAIM})",
+    )
 
 
 def _quoted(name: str) -> str:
