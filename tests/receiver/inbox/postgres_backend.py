@@ -8,6 +8,8 @@ the hook :mod:`tests.receiver.inbox.backends` calls to add PostgreSQL to the agr
 from __future__ import annotations
 
 import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
@@ -16,11 +18,12 @@ import psycopg
 from psycopg import sql
 
 from receiver.inbox import Clock, TransactionalWork
-from receiver.inbox.postgres import PostgresInbox, PostgresInsert
+from receiver.inbox.postgres import DEFAULT_CHECK_IDLE_AFTER_S, PostgresInbox, PostgresInsert
 from tests.receiver.inbox.backends import OpenedBackend
 
 __all__ = [
     "drop_schema",
+    "effects_inbox",
     "fresh_schema",
     "inbox_location",
     "open_postgres",
@@ -63,6 +66,35 @@ async def terminate_backends(dsn: str, application_name: str) -> int:
         )
         row = await cursor.fetchone()
     return int(row[0]) if row else 0
+
+
+@asynccontextmanager
+async def effects_inbox(
+    dsn: str,
+    purpose: str,
+    effects_table: str,
+    *,
+    clock: Clock,
+    lease: timedelta,
+    pool_max_size: int,
+    sessions_named_after_schema: bool = False,
+    check_idle_after: float | None = DEFAULT_CHECK_IDLE_AFTER_S,
+) -> AsyncIterator[tuple[PostgresInbox, str]]:
+    """A PostgresInbox in a fresh schema with an ``effects`` table (``effects_table``: its column
+    list) next to it; closed and its schema dropped afterwards."""
+    schema = fresh_schema(purpose)
+    named = {"application_name": schema} if sessions_named_after_schema else {}
+    location = inbox_location(dsn, schema, pool_max_size=pool_max_size, **named)
+    inbox = await PostgresInbox.connect(
+        location, lease=lease, clock=clock, check_idle_after=check_idle_after
+    )
+    try:
+        async with inbox.connection() as conn:
+            await conn.execute(f"CREATE TABLE effects ({effects_table})")
+        yield inbox, schema
+    finally:
+        await inbox.close()
+        await drop_schema(dsn, schema)
 
 
 async def open_postgres(

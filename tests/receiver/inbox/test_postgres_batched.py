@@ -27,6 +27,7 @@ from receiver.inbox.postgres_batch import MAX_BATCH
 from tests.receiver.inbox.backends import FakeClock, memory_backend
 from tests.receiver.inbox.postgres_backend import (
     drop_schema,
+    effects_inbox,
     fresh_schema,
     inbox_location,
     open_postgres,
@@ -41,19 +42,19 @@ LEASE = timedelta(seconds=30)
 @pytest.fixture
 async def opened(postgres_dsn: str) -> AsyncIterator[tuple[PostgresInbox, str, FakeClock]]:
     """An inbox (its sessions named after its schema) with an ``effects`` table next to it."""
-    schema = fresh_schema("batch")
     clock = FakeClock()
-    location = inbox_location(postgres_dsn, schema, application_name=schema, pool_max_size=4)
-    inbox = await PostgresInbox.connect(location, lease=LEASE, clock=clock, check_idle_after=None)
-    try:
-        async with inbox.connection() as conn:
-            await conn.execute(
-                "CREATE TABLE effects (event_id text NOT NULL, note text, n int, at timestamptz)"
-            )
+    table = "event_id text NOT NULL, note text, n int, at timestamptz"
+    async with effects_inbox(
+        postgres_dsn,
+        "batch",
+        table,
+        clock=clock,
+        lease=LEASE,
+        sessions_named_after_schema=True,
+        pool_max_size=4,
+        check_idle_after=None,
+    ) as (inbox, schema):
         yield inbox, schema, clock
-    finally:
-        await inbox.close()
-        await drop_schema(postgres_dsn, schema)
 
 
 async def _effects(inbox: PostgresInbox) -> list[tuple[Any, ...]]:

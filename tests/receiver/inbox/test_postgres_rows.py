@@ -20,7 +20,7 @@ from receiver.exceptions import ConfigurationError
 from receiver.inbox import ClaimOutcome, RecordState
 from receiver.inbox.postgres import PostgresInbox, PostgresInsert
 from tests.receiver.inbox.backends import FakeClock
-from tests.receiver.inbox.postgres_backend import drop_schema, fresh_schema, inbox_location
+from tests.receiver.inbox.postgres_backend import effects_inbox
 
 pytestmark = [pytest.mark.postgres, pytest.mark.anyio]
 
@@ -29,18 +29,12 @@ LEASE = timedelta(seconds=30)
 
 @pytest.fixture
 async def opened(postgres_dsn: str) -> AsyncIterator[tuple[PostgresInbox, str, FakeClock]]:
-    schema = fresh_schema("rows")
     clock = FakeClock()
-    inbox = await PostgresInbox.connect(
-        inbox_location(postgres_dsn, schema, pool_max_size=1), lease=LEASE, clock=clock
-    )
-    try:
-        async with inbox.connection() as conn:
-            await conn.execute("CREATE TABLE effects (event_id text NOT NULL, note text, n int)")
+    table = "event_id text NOT NULL, note text, n int"
+    async with effects_inbox(
+        postgres_dsn, "rows", table, clock=clock, lease=LEASE, pool_max_size=1
+    ) as (inbox, schema):
         yield inbox, schema, clock
-    finally:
-        await inbox.close()
-        await drop_schema(postgres_dsn, schema)
 
 
 async def _effects(inbox: PostgresInbox) -> list[tuple[Any, ...]]:
