@@ -47,6 +47,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from receiver.exceptions import ConfigurationError
+
 __all__ = [
     "DEFAULT_LEASE",
     "Claim",
@@ -55,6 +57,7 @@ __all__ = [
     "Inbox",
     "InboxRecord",
     "RecordState",
+    "RowInsert",
     "TransactionalWork",
     "utc_now",
 ]
@@ -69,6 +72,23 @@ TransactionalWork = Callable[[Any], Any]
 be a coroutine function). If it raises, the commit fails and nothing of it is kept."""
 
 DEFAULT_LEASE = timedelta(seconds=30)
+
+
+@dataclass(frozen=True)
+class RowInsert:
+    """Transactional work as data: one row to insert, ``INSERT INTO table (columns) VALUES
+    (values)``. Each backend has its own kind (``SqliteInsert``, ``PostgresInsert``) that it can
+    write with its commit, without running the work as a callable."""
+
+    table: str
+    columns: tuple[str, ...]
+    values: tuple[Any, ...]
+
+    def __post_init__(self) -> None:
+        if not self.columns or len(self.columns) != len(self.values):
+            raise ConfigurationError(
+                f"{type(self).__name__} needs one value per column, at least one"
+            )
 
 
 def utc_now() -> datetime:

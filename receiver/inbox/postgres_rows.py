@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
-from receiver.exceptions import ConfigurationError
+from receiver.inbox.contract import RowInsert
 
 if TYPE_CHECKING:
     from psycopg import AsyncConnection
@@ -37,7 +37,7 @@ __all__ = ["PostgresInsert", "grouped_inserts"]
 
 
 @dataclass(frozen=True)
-class PostgresInsert:
+class PostgresInsert(RowInsert):
     """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
 
     As a work it is data, so :meth:`PostgresInbox.commit` folds it into its commit statement
@@ -47,14 +47,6 @@ class PostgresInsert:
     found on the inbox's ``search_path``. Values are sent with psycopg's types (text, numbers,
     timestamps …), selected into the columns.
     """
-
-    table: str
-    columns: tuple[str, ...]
-    values: tuple[Any, ...]
-
-    def __post_init__(self) -> None:
-        if not self.columns or len(self.columns) != len(self.values):
-            raise ConfigurationError("PostgresInsert needs one value per column, at least one")
 
     def __call__(self, conn: AsyncConnection[Any]) -> Any:
         from psycopg import sql

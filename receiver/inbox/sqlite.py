@@ -73,6 +73,7 @@ from receiver.inbox.contract import (
     Inbox,
     InboxRecord,
     RecordState,
+    RowInsert,
     TransactionalWork,
     retry_after_seconds,
     utc_now,
@@ -175,7 +176,7 @@ def _first_claim(event_id: str) -> Claim:
 
 
 @dataclass(frozen=True)
-class SqliteInsert:
+class SqliteInsert(RowInsert):
     """Transactional work that inserts one row: ``INSERT INTO table (columns) VALUES (values)``.
 
     As a work it is data, so :meth:`SqliteInbox.commit` writes it without a savepoint when it is
@@ -184,14 +185,6 @@ class SqliteInsert:
     back by SQLite as a statement, before the inbox record was touched, so it fails alone. Called
     with a connection it runs the plain insert, like any other work.
     """
-
-    table: str
-    columns: tuple[str, ...]
-    values: tuple[Any, ...]
-
-    def __post_init__(self) -> None:
-        if not self.columns or len(self.columns) != len(self.values):
-            raise ConfigurationError("SqliteInsert needs one value per column, at least one")
 
     def __call__(self, conn: sqlite3.Connection) -> None:
         conn.execute(_insert_statements(self.table, self.columns)[0], self.values)

@@ -702,3 +702,14 @@ async def test_a_read_runs_at_once_when_no_other_read_is_running(inbox: SqliteIn
     record = await inbox.lookup("evt_now")
     assert record is not None
     assert record.status == 200
+
+
+@pytest.mark.parametrize(("columns", "values"), [((), ()), (("a", "b"), (1,))])
+def test_a_row_needs_one_value_per_column_in_every_backend(
+    columns: tuple[str, ...], values: tuple[object, ...]
+) -> None:
+    from receiver.inbox.postgres import PostgresInsert
+
+    for kind in (SqliteInsert, PostgresInsert):
+        with pytest.raises(ConfigurationError, match=f"{kind.__name__} needs one value per column"):
+            kind("effects", columns, values)
