@@ -24,9 +24,11 @@ size uses the same requests; rounds are interleaved. Bodies are 1 KiB (the size 
 and the natural small body (about 140 bytes); each block of the output says which.
 
 The script prints, per body size, requests/s and server CPU per request of each kind, the ratios
-to bare (targets: guarded >= 70%, durable >= 65%), the receiver's CPU budget per request next to
-the bare endpoint's (CPU seconds of the server process, every thread, over the requests served),
-and fails if any guarded or durable answer was not 2xx or if wrk ran out of distinct requests.
+to bare (targets: guarded >= 70%, durable >= 65%) of the medians and, steadier when the machine's
+speed drifts, of each round against the bare run just before it; the receiver's CPU budget per
+request next to the bare endpoint's (CPU seconds of the server process, every thread, over the
+requests served); and fails if any guarded or durable answer was not 2xx or if wrk ran out of
+distinct requests.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -238,6 +241,15 @@ def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, li
         report.append(
             f"  ratio {kind}/bare: {ratio:6.1%} req/s, {cpu_ratio:6.1%} by CPU per request "
             f"(target >= {target:.0%}) — {meaning}"
+        )
+        per_round = [
+            run["rps"] / bare_run["rps"]
+            for run, bare_run in zip(runs[kind], runs["bare"], strict=True)
+        ]
+        report.append(
+            f"    {kind}/bare per round (each against the bare run just before it): "
+            f"{', '.join(f'{share:.1%}' for share in per_round)}; "
+            f"median {statistics.median(per_round):.1%}"
         )
     budget = ", ".join(
         f"{kind} {results[kind]['cpu_us']:.0f} us (+{results[kind]['cpu_us'] - bare['cpu_us']:.0f})"
