@@ -32,8 +32,8 @@ from sender_sim.commands.reports import (
     row_printer,
 )
 from sender_sim.commands.support import (
+    announce_start,
     clock_end_note,
-    clock_start_note,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -233,10 +233,7 @@ async def _redrive(
             client=client,
             seed=seed,
         )
-        started = sim.now()
-        note = clock_start_note(sim.clock)
-        if note and not as_json:
-            out.print(note)
+        started = announce_start(sim, out, as_json=as_json)
         deadline_at = parse_deadline(deadline, started)
         if not queue_only:
             for endpoint_id in sorted({d.endpoint_id for d in candidates}):

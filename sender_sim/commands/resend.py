@@ -28,8 +28,8 @@ from sender_sim.commands.options import (
 )
 from sender_sim.commands.reports import delivery_json, last_seq, queued_result, row_printer
 from sender_sim.commands.support import (
+    announce_start,
     clock_end_note,
-    clock_start_note,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -110,10 +110,7 @@ async def _resend(
             client=client,
             seed=seed,
         )
-        started = sim.now()
-        note = clock_start_note(sim.clock)
-        if note and not as_json:
-            out.print(note)
+        started = announce_start(sim, out, as_json=as_json)
         deadline_at = None if deadline is None else parse_deadline(deadline, started)
         try:
             result = sim.resend(ids, actor=actor, deadline_at=deadline_at)

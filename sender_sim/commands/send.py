@@ -35,8 +35,8 @@ from sender_sim.commands.options import (
 )
 from sender_sim.commands.reports import delivery_json, row_json, row_printer, verdict
 from sender_sim.commands.support import (
+    announce_start,
     clock_end_note,
-    clock_start_note,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -248,10 +248,7 @@ async def _send(
             seed=seed,
             faults=plan,
         )
-        started = sim.now()
-        note = clock_start_note(sim.clock)
-        if note and not as_json:
-            out.print(note)
+        started = announce_start(sim, out, as_json=as_json)
         deadline_at = parse_deadline(deadline, started)
         stored = store.endpoint(endpoint_id)
         if stored is not None and not stored.active:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+from rich.console import Console
 
 from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
@@ -44,6 +45,7 @@ from sender_sim.worker import Worker
 __all__ = [
     "DEFAULT_DB",
     "RowSink",
+    "announce_start",
     "clock_end_note",
     "clock_start_note",
     "describe_row",
@@ -202,6 +204,16 @@ def clock_start_note(clock: Clock) -> str | None:
         "(an earlier command on this database advanced it); relative times such as +1h count "
         "from it."
     )
+
+
+def announce_start(sim: Simulator, out: Console, *, as_json: bool) -> datetime:
+    """The simulated moment a command starts at; the line of :func:`clock_start_note` printed
+    first when there is one (not in JSON output)."""
+    started = sim.now()
+    note = clock_start_note(sim.clock)
+    if note and not as_json:
+        out.print(note)
+    return started
 
 
 def clock_end_note(clock: Clock, started: datetime) -> str | None:
