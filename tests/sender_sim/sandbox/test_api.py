@@ -8,16 +8,16 @@ from __future__ import annotations
 import csv
 import io
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import httpx
 import pytest
 
-from sender_sim import Simulator, SQLiteStore, State, VirtualClock
+from sender_sim import State
 from sender_sim.sandbox import queries
 from sender_sim.sandbox.engine import SandboxEngine
-from sender_sim.sandbox.web import create_dashboard
 from sender_sim.simulator import Publication
+from tests.sender_sim.sandbox.dashboards import sandbox_dashboard
 from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
 pytestmark = pytest.mark.anyio
@@ -36,21 +36,12 @@ class Api:
 
 @pytest.fixture
 async def api(receiver: ScriptedReceiver) -> AsyncIterator[Api]:
-    async with httpx.AsyncClient() as client:
-        sim = Simulator(
-            SQLiteStore(":memory:"),
-            clock=VirtualClock(datetime(2026, 8, 13, 9, tzinfo=UTC)),
-            client=client,
-        )
-        sim.add_endpoint("app", receiver.url, [SECRET])
-        engine = SandboxEngine(sim, endpoint_id="app")
-        app = create_dashboard(engine)
+    async with sandbox_dashboard(receiver) as (engine, app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as web:
             token = (await web.get("/api/csrf")).json()["token"]
             web.headers.update({"origin": "http://127.0.0.1", "x-csrf-token": token})
             yield Api(engine, web)
-        sim.store.close()
 
 
 async def test_publish_list_filters_and_the_delivery_as_sent(

@@ -4,14 +4,13 @@ it sends real HTTP to a scripted receiver on a loopback port."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
-from datetime import UTC, datetime
 
 import httpx
 import pytest
 
-from sender_sim import Simulator, SQLiteStore, State, VirtualClock
+from sender_sim import State
 from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine
-from sender_sim.sandbox.web import create_dashboard
+from tests.sender_sim.sandbox.dashboards import sandbox_dashboard
 from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
 pytestmark = pytest.mark.anyio
@@ -41,15 +40,7 @@ class Board:
 
 @pytest.fixture
 async def board(receiver: ScriptedReceiver) -> AsyncIterator[Board]:
-    async with httpx.AsyncClient() as client:
-        sim = Simulator(
-            SQLiteStore(":memory:"),
-            clock=VirtualClock(datetime(2026, 8, 13, 9, tzinfo=UTC)),
-            client=client,
-        )
-        sim.add_endpoint("app", receiver.url, [SECRET])
-        engine = SandboxEngine(sim, endpoint_id="app")
-        app = create_dashboard(engine)
+    async with sandbox_dashboard(receiver) as (engine, app):
         transport = httpx.ASGITransport(app=app)
         # the dashboard's own page would send these two on every state-changing request
         same_site = {"origin": "http://127.0.0.1", "x-csrf-token": app.state.csrf_token}
@@ -57,7 +48,6 @@ async def board(receiver: ScriptedReceiver) -> AsyncIterator[Board]:
             transport=transport, base_url="http://127.0.0.1", headers=same_site
         ) as web:
             yield Board(engine, web)
-        sim.store.close()
 
 
 async def test_overview_lists_forms_faults_and_nothing_yet(board: Board) -> None:
