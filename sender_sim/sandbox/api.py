@@ -171,14 +171,8 @@ def api_routes(engine: SandboxEngine) -> list[BaseRoute]:
         try:
             result = await engine.aresend(_ids(document), actor=_text(document, "actor"))
         except queries.ResendRefused as refused:
-            raise _Refusal(
-                409,
-                "resend-refused",
-                "Resend refused: nothing was queued",
-                str(refused),
-                code=refused.code,
-                ineligible=refused.ineligible,
-            ) from None
+            status, slug, title, detail, extra = views.resend_refusal(refused)
+            raise _Refusal(status, slug, title, detail, **extra) from None
         except SimulatorError as error:
             raise _Refusal(400, "bad-resend", "Cannot resend", str(error)) from None
         return JSONResponse(

@@ -54,6 +54,7 @@ __all__ = [
     "export_refusal",
     "list_rows",
     "parse_filter",
+    "resend_refusal",
     "row_dict",
     "time_left",
 ]
@@ -159,6 +160,12 @@ def export_refusal(error: queries.ExportTooLarge) -> tuple[int, str, str, str, d
     """The problem an export over the cap is answered with: status, type, title, detail, extras."""
     extra: dict[str, object] = {"code": error.code, "count": error.count, "limit": error.limit}
     return 422, "export-too-large", "Export too large", str(error), extra
+
+
+def resend_refusal(refused: queries.ResendRefused) -> tuple[int, str, str, str, dict[str, object]]:
+    """The problem a refused resend is answered with: status, type, title, detail, extras."""
+    extra: dict[str, object] = {"code": refused.code, "ineligible": refused.ineligible}
+    return 409, "resend-refused", "Resend refused: nothing was queued", str(refused), extra
 
 
 def list_rows(engine: SandboxEngine, where: queries.RowFilter, limit: int) -> list[ListRow]:

@@ -376,15 +376,8 @@ class Dashboard:
         try:
             result = await self.engine.aresend(self._ids(form), actor=actor)
         except queries.ResendRefused as refused:
-            return self.problem(
-                request,
-                409,
-                "resend-refused",
-                "Resend refused: nothing was queued",
-                str(refused),
-                code=refused.code,
-                ineligible=refused.ineligible,
-            )
+            status, slug, title, detail, extra = views.resend_refusal(refused)
+            return self.problem(request, status, slug, title, detail, **extra)
         except SimulatorError as error:
             return self.problem(request, 400, "bad-resend", "Cannot resend", str(error))
         queued = [d for ids in result.by_id.values() for d in ids]
