@@ -97,32 +97,19 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         event_id = event_id_of(request.headers, body)
         label = self.label
         started = time.perf_counter()
+
+        def unanswered(why: str) -> None:
+            elapsed = time.perf_counter() - started
+            self.record(label, Exchange(wire, None, elapsed, error=why, event_id=event_id))
+
         try:
             async with asyncio.timeout(self.timeout):  # no task per attempt, unlike wait_for
                 response = await self.forward(request)
         except (TimeoutError, httpx.TimeoutException):
-            self.record(
-                label,
-                Exchange(
-                    wire,
-                    None,
-                    time.perf_counter() - started,
-                    error=f"no answer within {self.timeout:g} s (timeout)",
-                    event_id=event_id,
-                ),
-            )
+            unanswered(f"no answer within {self.timeout:g} s (timeout)")
             raise httpx.ReadTimeout("no answer within the timeout", request=request) from None
         except httpx.TransportError as error:
-            self.record(
-                label,
-                Exchange(
-                    wire,
-                    None,
-                    time.perf_counter() - started,
-                    error=f"no answer: {error.__class__.__name__}",
-                    event_id=event_id,
-                ),
-            )
+            unanswered(f"no answer: {error.__class__.__name__}")
             raise
         content = response.content
         headers = [
