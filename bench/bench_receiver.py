@@ -40,7 +40,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +57,7 @@ from bench.wrk_load import (  # noqa: E402  (after the path set-up above)
     needed_requests,
     parse_wrk,
     request_body,
+    serving,
     write_requests,
     wrk_command,
 )
@@ -116,27 +116,6 @@ def serve(kind: str, port: int, db: str) -> None:
     run_server(app, bind_socket(HOST, port), log_level="warning")
 
 
-def start_server(kind: str, db: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, __file__, "--serve", kind, "--port", str(port), "--db", db],
-        cwd=ROOT,
-    )
-    base = f"http://{HOST}:{port}"
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise SystemExit(f"the {kind} server exited with {process.returncode}")
-        try:
-            if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                return process, base
-        except httpx.TransportError:
-            pass
-        time.sleep(0.05)  # real-time: waiting for the server process to listen
-    process.kill()
-    raise SystemExit(f"the {kind} server did not start")
-
-
 def run_wrk(
     base: str, script: Path, requests_file: Path, duration: int, connections: int
 ) -> dict[str, float]:
@@ -188,20 +167,15 @@ def _body_sizes(text: str) -> list[int]:
 
 def measure(kind: str, db: str, script: Path, requests_file: Path, args: Any) -> dict[str, float]:
     """One server of ``kind``: preflight, one wrk run, and the server's CPU per request."""
-    process, base = start_server(kind, db)
-    try:
+    port = free_port()
+    argv = [sys.executable, __file__, "--serve", kind, "--port", str(port), "--db", db]
+    with serving(argv, port=port, name=kind, cwd=ROOT, start_within_s=30) as process:
+        base = f"http://{HOST}:{port}"
         _preflight(base, requests_file)
         cpu_before = _cpu_seconds(process.pid)
         run = run_wrk(base, script, requests_file, args.duration, args.connections)
         run["cpu_us"] = (_cpu_seconds(process.pid) - cpu_before) / run["requests"] * 1e6
         return run
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, list[str]]:

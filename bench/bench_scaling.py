@@ -39,13 +39,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlencode, urlsplit, urlunsplit
-
-import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -58,6 +55,7 @@ from bench.wrk_load import (  # noqa: E402  (after the path set-up above)
     free_port,
     needed_requests,
     parse_wrk,
+    serving,
     write_requests,
     wrk_command,
 )
@@ -114,29 +112,9 @@ def server(kind: str, db: str | None = None) -> Iterator[str]:
             "--log-level",
             "warning",
         ]
-    process = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, "HOOKPROOF_SECRET": SECRET})
-    base = f"http://{HOST}:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if process.poll() is not None:
-                raise SystemExit(f"the {kind} server exited with {process.returncode}")
-            try:
-                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"the {kind} server did not start")
-            time.sleep(0.05)  # real-time: waiting for the server process to listen
-        yield base
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+    env = {**os.environ, "HOOKPROOF_SECRET": SECRET}
+    with serving(argv, port=port, name=kind, cwd=ROOT, env=env):
+        yield f"http://{HOST}:{port}"
 
 
 def load(

@@ -9,10 +9,13 @@ offset, several wrk processes take disjoint shares of the same file.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import socket
+import subprocess
 import time
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -27,6 +30,7 @@ __all__ = [
     "needed_requests",
     "parse_wrk",
     "request_body",
+    "serving",
     "write_requests",
     "wrk_command",
 ]
@@ -175,3 +179,42 @@ def parse_wrk(output: str) -> WrkResult:
         p99_ms=float(p99.group(1)) * scale[p99.group(2)],
         socket_errors=errors.group(1).strip() if errors else "",
     )
+
+
+@contextlib.contextmanager
+def serving(
+    argv: Sequence[str],
+    *,
+    port: int,
+    name: str,
+    cwd: Path,
+    env: Mapping[str, str] | None = None,
+    start_within_s: float = 60,
+) -> Iterator[subprocess.Popen[bytes]]:
+    """Start a server process (``argv``, listening on ``port``), wait until its ``/healthz``
+    answers 200, yield the process, and stop it (``terminate``, then ``kill`` after 15 s)."""
+    import httpx
+
+    process = subprocess.Popen(list(argv), cwd=cwd, env=None if env is None else dict(env))
+    base = f"http://{HOST}:{port}"
+    try:
+        deadline = time.monotonic() + start_within_s
+        while True:
+            if process.poll() is not None:
+                raise SystemExit(f"the {name} server exited with {process.returncode}")
+            try:
+                if httpx.get(base + "/healthz", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"the {name} server did not start")
+            time.sleep(0.05)  # real-time: waiting for the server process to listen
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
