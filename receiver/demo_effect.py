@@ -186,5 +186,4 @@ def reminders_for(inbox: Inbox, location: str) -> Reminders:
         return PostgresReminders(inbox)
     if isinstance(inbox, SqliteInbox):
         return SqliteReminders(inbox.path, inbox)
-    path = getattr(inbox, "path", None)
-    return SqliteReminders(str(path) if path else location)
+    return SqliteReminders(location)  # another inbox kind, given by the caller: the file itself
