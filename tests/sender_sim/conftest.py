@@ -1,5 +1,6 @@
 """Factories for the sender simulator tests: a virtual clock at the seed's morning, a shared
-secret, and a simulator wired to a scripted in-process receiver (``httpx.MockTransport``)."""
+secret, and a simulator wired to a scripted in-process receiver (``httpx.MockTransport``); for
+the CLI tests, a private working folder and the reference receiver on a loopback port."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import base64
 import random
 from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -136,3 +138,24 @@ def receiver(_shared_receiver: ScriptedReceiver) -> ScriptedReceiver:
     _shared_receiver.statuses = [200]
     _shared_receiver.received.clear()
     return _shared_receiver
+
+
+@pytest.fixture
+def in_private_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test runs in its own folder (so the default --db is private to it), without a
+    ``HOOKPROOF_SECRET`` from the environment. CLI test modules use it for every test."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HOOKPROOF_SECRET", raising=False)
+
+
+@pytest.fixture
+def reference(tmp_path: Path) -> Iterator[str]:
+    """The reference receiver (SQLite inbox, probe on) on a loopback port: its webhook URL."""
+    from receiver.app import ReceiverSettings, create_app
+    from receiver.server import running_server
+
+    settings = ReceiverSettings(
+        secrets=[SECRET], db=str(tmp_path / "inbox.sqlite"), probe_token="probe-token"
+    )
+    with running_server(create_app(settings)) as base:
+        yield base + "/webhooks"

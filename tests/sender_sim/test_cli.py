@@ -16,30 +16,13 @@ import pytest
 import respx
 
 from conformance.cli import main
-from receiver.app import ReceiverSettings, create_app
-from receiver.server import running_server
 from sender_sim import SQLiteStore
 from sender_sim.commands.support import describe_row
 from tests.sender_sim.test_cli_support import OTHER_SECRET, SECRET, ScriptedReceiver, scripted
 
+pytestmark = pytest.mark.usefixtures("in_private_folder")
+
 Capsys = pytest.CaptureFixture[str]
-
-
-@pytest.fixture(autouse=True)
-def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Every test runs in its own folder, so the default --db is private to it."""
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("HOOKPROOF_SECRET", raising=False)
-
-
-@pytest.fixture
-def reference(tmp_path: Path) -> Iterator[str]:
-    """The reference receiver (SQLite inbox, probe on) on a loopback port: its webhook URL."""
-    settings = ReceiverSettings(
-        secrets=[SECRET], db=str(tmp_path / "inbox.sqlite"), probe_token="probe-token"
-    )
-    with running_server(create_app(settings)) as base:
-        yield base + "/webhooks"
 
 
 Script = Callable[..., contextlib.AbstractContextManager[ScriptedReceiver]]

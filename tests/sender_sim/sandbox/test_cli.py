@@ -7,34 +7,18 @@ import asyncio
 import io
 import json
 import socket
-from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
+from collections.abc import AsyncIterator
 
 import httpx
 import pytest
 
 from conformance.cli import main
-from receiver.app import ReceiverSettings, create_app
-from receiver.server import running_server
 from sender_sim.sandbox.cli import PROMPT, prompted, stream_lines
 from tests.sender_sim.test_cli_support import SECRET
 
+pytestmark = pytest.mark.usefixtures("in_private_folder")
+
 Capsys = pytest.CaptureFixture[str]
-
-
-@pytest.fixture(autouse=True)
-def _in_tmp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.delenv("HOOKPROOF_SECRET", raising=False)
-
-
-@pytest.fixture
-def reference(tmp_path: Path) -> Iterator[str]:
-    settings = ReceiverSettings(
-        secrets=[SECRET], db=str(tmp_path / "inbox.sqlite"), probe_token="probe-token"
-    )
-    with running_server(create_app(settings)) as base:
-        yield base + "/webhooks"
 
 
 def _sandbox(
