@@ -15,6 +15,9 @@ import click
 
 from receiver.exceptions import ReceiverError
 
+INTERRUPTED_EXIT = 130
+"""The exit status of a command stopped by Ctrl-C (128 + SIGINT, as shells report it)."""
+
 __all__ = ["COMMANDS", "cli", "main", "run"]
 
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -75,9 +78,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; usage and configuration errors are one line on stderr and exit status 2."""
     try:
         result = cli.main(args=list(argv) if argv is not None else None, standalone_mode=False)
-    except click.exceptions.Abort:
-        click.echo("hookproof: aborted", err=True)
-        return 2
+    except click.exceptions.Abort:  # Ctrl-C (click makes an Abort of a KeyboardInterrupt)
+        click.echo("hookproof: interrupted", err=True)
+        return INTERRUPTED_EXIT
     except click.exceptions.Exit as done:
         return int(done.exit_code)
     except click.exceptions.NoArgsIsHelpError as bare:

@@ -30,6 +30,7 @@ from conformance.events import (
     ScenarioFinished,
     ScenarioStarted,
 )
+from conformance.interrupts import is_interrupt
 from conformance.model import Scenario
 from conformance.results import Outcome, ScenarioResult, Summary
 
@@ -75,7 +76,7 @@ async def execute(
         try:
             result = await _run_one(harness, scenario, deadline)
         except (KeyboardInterrupt, asyncio.CancelledError) as stop:
-            interrupted = "interrupted" if isinstance(stop, KeyboardInterrupt) else "cancelled"
+            interrupted = "interrupted" if is_interrupt(stop) else "cancelled"
             pending = stop
             break
         except _OutOfTime:

@@ -10,7 +10,6 @@ as one line).
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +19,7 @@ from conformance.answers import PRESETS, resolve_answers
 from conformance.config import CheckSettings, load_config
 from conformance.durations import DURATION
 from conformance.exceptions import UsageError
+from conformance.interrupts import run_interruptibly
 from conformance.reporters import (
     ConsoleReporter,
     JsonReporter,
@@ -80,7 +80,7 @@ def run_settings(settings: CheckSettings) -> int:
     ]
     warn(settings)
     try:
-        summary = asyncio.run(run_check(settings, reporters))
+        summary = run_interruptibly(run_check(settings, reporters))
     except OSError as error:
         raise UsageError(f"cannot write a report: {error.strerror or error}") from None
     return exit_status(summary)

@@ -9,12 +9,11 @@ file, an address it cannot listen on), printed by the root CLI as one line befor
 
 from __future__ import annotations
 
-import asyncio
-
 import click
 
 from conformance.commands.check import exit_status, file_reporters
 from conformance.exceptions import UsageError
+from conformance.interrupts import run_interruptibly
 from conformance.reporters import ConsoleReporter, Reporter
 from conformance.sender_check import SenderCheckSettings, run_sender_check
 from receiver.commands.console import make_console
@@ -40,7 +39,7 @@ def run_check_sender(
     ]
     out = make_console()
     try:
-        summary = asyncio.run(run_sender_check(settings, reporters, announce=out.print))
+        summary = run_interruptibly(run_sender_check(settings, reporters, announce=out.print))
     except OSError as error:
         raise UsageError(f"cannot write a report: {error.strerror or error}") from None
     return exit_status(summary)

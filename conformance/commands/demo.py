@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from pathlib import Path
 
@@ -13,6 +12,7 @@ import click
 from conformance.catalogue import CATALOGUE
 from conformance.commands.check import exit_status, run_settings
 from conformance.commands.check_sender import run_check_sender
+from conformance.interrupts import run_interruptibly
 from conformance.model import Harness
 from conformance.reporters import ConsoleReporter
 from conformance.sender_check.demo import demo_sender_settings
@@ -52,7 +52,7 @@ def demo_command(
     statuses = [receiver_side]
     if CATALOGUE.select(settings.select, settings.deselect, harness=Harness.S):
         out.print()
-        sender_side = asyncio.run(run_sender_side(settings, [ConsoleReporter()]))
+        sender_side = run_interruptibly(run_sender_side(settings, [ConsoleReporter()]))
         statuses.append(exit_status(sender_side))
     # ... and the sender.* family judges our own `hookproof send` from outside.
     if CATALOGUE.select(settings.select, settings.deselect, harness=Harness.X):

@@ -10,7 +10,6 @@ report, no secret, an endpoint that never answers).
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
@@ -25,6 +24,7 @@ from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings, load_config
 from conformance.events import Event, RunFinished
 from conformance.exceptions import UsageError
+from conformance.interrupts import run_interruptibly
 from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
@@ -189,7 +189,7 @@ def replay_command(
     settings = plan.settings.validate()
     for warning in settings.warnings():
         click.echo(f"hookproof: warning: {warning}", err=True)
-    asyncio.run(run_check(settings, [collector]))
+    run_interruptibly(run_check(settings, [collector]))
     verdicts = [(result, judge_replay(result)) for result in collector.results]
     for result, verdict in verdicts:
         extra = f" — {result.message}" if result.message else ""
