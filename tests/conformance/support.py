@@ -1,5 +1,6 @@
-"""Helpers shared by the conformance tests: a secret, settings for an in-process app, and a
-function that runs the catalogue against an ASGI app and returns each scenario's outcome."""
+"""Helpers shared by the conformance tests: a secret, settings for an in-process app, and
+functions that run the catalogue against an ASGI app, or over HTTP against one variant of a zoo
+server (Node, PHP), and return each scenario's outcome."""
 
 from __future__ import annotations
 
@@ -56,6 +57,24 @@ def run_in_process(app: Any, settings: CheckSettings) -> dict[str, ScenarioResul
             await run_check(settings, [collector], client=client, harness=Harness.R)
 
     asyncio.run(go())
+    return {r.scenario.id: r for r in collector.results}
+
+
+def check_variant(
+    root: str, *, secrets: tuple[str, ...], probe_token: str, max_body: int, **overrides: Any
+) -> dict[str, ScenarioResult]:
+    """Run the C-tagged scenarios over real HTTP against ``{root}/webhooks``, observing effects
+    through the probe at ``{root}/_hookproof/events`` (the zoo servers' layout); results by id."""
+    settings = app_settings(
+        probe_token,
+        secrets=secrets,
+        max_body=max_body,
+        url=f"{root}/webhooks",
+        probe=f"{root}/_hookproof/events",
+        **overrides,
+    )
+    collector = Collector()
+    asyncio.run(run_check(settings, [collector], harness=Harness.C))
     return {r.scenario.id: r for r in collector.results}
 
 

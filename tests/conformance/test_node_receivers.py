@@ -9,7 +9,6 @@ cannot be installed.
 
 from __future__ import annotations
 
-import asyncio
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -20,9 +19,8 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
-from conformance.session import run_check
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
-from tests.conformance.support import SECRET, Collector, app_settings, broken_guarantees
+from tests.conformance.support import SECRET, broken_guarantees, check_variant
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.subprocess
@@ -90,18 +88,13 @@ def node_server() -> Iterator[str]:
 
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
-    root = f"{base}/{variant}"
-    settings = app_settings(
-        PROBE_TOKEN,
+    return check_variant(
+        f"{base}/{variant}",
         secrets=(SECRET, SECOND_SECRET),
+        probe_token=PROBE_TOKEN,
         max_body=MAX_BODY,
-        url=f"{root}/webhooks",
-        probe=f"{root}/_hookproof/events",
         **overrides,
     )
-    collector = Collector()
-    asyncio.run(run_check(settings, [collector], harness=Harness.C))
-    return {r.scenario.id: r for r in collector.results}
 
 
 def test_the_correct_node_receiver_breaks_no_guarantee(node_server: str) -> None:

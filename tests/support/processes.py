@@ -15,6 +15,7 @@ is shown when the process fails to become ready.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -121,6 +122,13 @@ class ServerProcess:
         """SIGKILL the process (no clean-up of any kind) and reap it."""
         if self.popen.poll() is None:
             os.kill(self.popen.pid, signal.SIGKILL)
+        self.popen.wait(timeout=10)
+
+    def kill_group(self) -> None:
+        """SIGKILL the whole process group: the process and every child it forked (the workers of
+        ``php -S`` under PHP_CLI_SERVER_WORKERS outlive a killed parent), then reap the process."""
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.popen.pid, signal.SIGKILL)  # start_new_session: its group id is its pid
         self.popen.wait(timeout=10)
 
     def stop(self, timeout: float = 10.0) -> int:
