@@ -1,5 +1,6 @@
-"""Helpers shared by the conformance tests: a secret, settings for an in-process app, and a
-function that runs the catalogue against an ASGI app and returns each scenario's outcome."""
+"""Helpers shared by the conformance tests: a secret, settings for an in-process app, a
+function that runs the catalogue against an ASGI app and returns each scenario's outcome, and the
+``check-sender`` options that judge a real sender on a seconds-scale schedule."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ from conformance.session import run_check
 
 SECRET = "whsec_" + base64.b64encode(b"hookproof-conformance-tests!").decode()
 BASE = "http://hookproof.test"
+SENDER_CHECK_FAST = ["--quiet-period", "1.5", "--slack", "0.75", "--jobs", "18", "--max-time", "90"]
+"""``check-sender`` options for a sender on a seconds-scale schedule: every scenario at once."""
 
 
 class Collector:
