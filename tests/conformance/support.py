@@ -1,6 +1,7 @@
-"""Helpers shared by the conformance tests: a secret, settings for an in-process app, and
-functions that run the catalogue against an ASGI app, or over HTTP against one variant of a zoo
-server (Node, PHP), and return each scenario's outcome."""
+"""Helpers shared by the conformance tests: a secret, settings for an in-process app, functions
+that run the catalogue against an ASGI app, or over HTTP against one variant of a zoo server
+(Node, PHP), and return each scenario's outcome, and the ``check-sender`` options that judge a
+real sender on a seconds-scale schedule."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ from conformance.session import run_check
 
 SECRET = "whsec_" + base64.b64encode(b"hookproof-conformance-tests!").decode()
 BASE = "http://hookproof.test"
+SENDER_CHECK_FAST = ["--quiet-period", "1.5", "--slack", "0.75", "--jobs", "18", "--max-time", "90"]
+"""``check-sender`` options for a sender on a seconds-scale schedule: every scenario at once."""
 
 
 class Collector:

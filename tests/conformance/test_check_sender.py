@@ -30,11 +30,11 @@ from conformance.sender_check.judging import X_CHECKS
 from conformance.sender_check.script import ACTIONS
 from receiver.signing import Secret, Verifier
 from tests.conformance.report_schema import validate_report
+from tests.conformance.support import SENDER_CHECK_FAST as FAST
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 X_IDS = [s.id for s in CATALOGUE.tagged(Harness.X)]
 BROKEN = Path(__file__).with_name("broken_sender.py")
-FAST = ["--quiet-period", "1.5", "--slack", "0.75", "--jobs", "18", "--max-time", "90"]
 SCRIPT = f"{shlex.quote(sys.executable)} {shlex.quote(str(BROKEN))} --delays 0,1,1.5"
 
 AIMED = {

@@ -1,0 +1,209 @@
+"""``hookproof check-sender`` against senders written independently in Node
+(``node_sender/sender.js``: node:http and node:crypto, the Standard Webhooks spec, no npm), as an
+outside platform team triggers them: ``--trigger`` runs ``node_sender/trigger.js``, which calls
+the sender's test API, over real HTTP on loopback.
+
+The correct variant passes every scenario, with a fixed exponential schedule and with full
+jitter; each broken variant fails the scenarios aimed at its bug, a ``must`` among them. The bugs
+check-sender cannot see from outside (no scenario answers a 3xx or a 2xx with a slow body; full
+jitter allows a gap of 0 s) are strict xfails, so a scenario that starts to see one shows up.
+Skipped, saying why, where ``node`` is not installed.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+import shutil
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.catalogue import CATALOGUE
+from conformance.cli import main
+from conformance.model import Harness, Severity
+from tests.conformance.support import SECRET, SENDER_CHECK_FAST
+from tests.support.processes import ServerProcess, free_port
+
+pytestmark = pytest.mark.subprocess
+
+HERE = Path(__file__).resolve().parent / "node_sender"
+X_IDS = frozenset(s.id for s in CATALOGUE.tagged(Harness.X))
+
+RETRY_BASE_S = 1
+RETRY_CAP_S = 2
+MAX_ATTEMPTS = 4
+TIMEOUT_S = 1
+CLASSIFICATION = (
+    "[classification]\n"
+    'retry = ["408", "429", "5xx", "timeout", "connection"]\n'
+    'stop = ["1xx", "3xx", "4xx"]\n'
+)
+POLICIES = {
+    "none": f"delays = [0, {RETRY_BASE_S}, {RETRY_CAP_S}]\n",
+    "full": f'backoff = "full-jitter"\nbase = {RETRY_BASE_S}\ncap = {RETRY_CAP_S}\n',
+}
+"""The policy file declaring what sender.js does, by its WEBHOOK_JITTER: ``none`` waits exactly
+min(cap, base * 2^(n-1)) after attempt n, ``full`` a uniform draw below it."""
+
+NODE_MUST_FAIL: dict[str, frozenset[str]] = {
+    "new-id-per-retry": frozenset({"sender.event-id-stable"}),
+    "stale-signature": frozenset({"sender.timestamp-fresh"}),
+    "reserialized-body": frozenset({"sender.signature-every-attempt"}),
+    "raw-whsec-key": frozenset({"sender.signature-every-attempt"}),
+    "retry-any-4xx": frozenset(
+        {"sender.stop-after-410", "sender.unauthorized", "sender.forbidden", "sender.client-error"}
+    ),
+    "delay-in-seconds": frozenset(
+        {"sender.schedule-delays", "sender.retry-after-seconds", "sender.retry-after-date"}
+    ),
+    "backoff-not-awaited": frozenset({"sender.schedule-delays"}),
+    "ignore-retry-after": frozenset({"sender.retry-after-seconds", "sender.retry-after-date"}),
+    "retry-after-int": frozenset({"sender.retry-after-date"}),
+    "no-timeout": frozenset({"sender.retry-timeout"}),
+    "timeout-not-aborted": frozenset({"sender.retry-timeout", "sender.one-in-flight"}),
+    "no-cap": frozenset({"sender.max-attempts"}),
+    "parallel-copies": frozenset({"sender.no-retry-after-2xx", "sender.one-in-flight"}),
+    "reset-as-delivered": frozenset({"sender.retry-reset"}),
+    "ms-timestamp": frozenset({"sender.timestamp-fresh", "sender.signature-every-attempt"}),
+    "attempt-in-body": frozenset({"sender.body-identical"}),
+}
+"""For each broken Node variant (``BUGS`` in sender.js), the scenarios that must fail (fixed
+schedule)."""
+
+NODE_UNSEEN: dict[tuple[str, str], str] = {
+    ("follow-redirects", "none"): "no sender.* scenario answers a 3xx",
+    ("3xx-as-success", "none"): "no sender.* scenario answers a 3xx",
+    ("slow-body-failure", "none"): "no sender.* scenario answers a 2xx with a slow body",
+    ("backoff-not-awaited", "full"): "full jitter's lower bound is 0 s: no backoff fits it",
+}
+"""The broken variants (with a jitter) check-sender passes on every ``must``, and why."""
+
+
+def _policy_text(jitter: str) -> str:
+    limits = f"max_attempts = {MAX_ATTEMPTS}\ntimeout = {TIMEOUT_S}\nhonor_retry_after = true\n"
+    return POLICIES[jitter] + limits + CLASSIFICATION
+
+
+class NodeSender:
+    """One sender.js process (every variant) and the policy file that declares it."""
+
+    def __init__(self, base_url: str, policy: Path) -> None:
+        self.base_url = base_url
+        self.policy = policy
+
+    def judge(
+        self, variant: str, report: Path, select: frozenset[str] = frozenset()
+    ) -> tuple[int, dict[str, dict[str, Any]]]:
+        """Run ``hookproof check-sender`` on ``variant``; its exit status and scenarios by id."""
+        trigger = " ".join(
+            shlex.quote(part)
+            for part in ("node", str(HERE / "trigger.js"), f"{self.base_url}/v/{variant}/messages")
+        )
+        code = main(
+            [
+                "check-sender",
+                *("--secret", SECRET, "--policy", str(self.policy), "--trigger", trigger),
+                *SENDER_CHECK_FAST,
+                *(arg for scenario in sorted(select) for arg in ("--select", scenario)),
+                *("--json", str(report)),
+            ]
+        )
+        scenarios = json.loads(report.read_text())["scenarios"]
+        return code, {s["id"]: s for s in scenarios}
+
+
+@contextmanager
+def _serving(jitter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSender]:
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed (the Node senders of the zoo need node >= 18)")
+    policy = tmp_path_factory.mktemp(f"policy-{jitter}") / "policy.toml"
+    policy.write_text(_policy_text(jitter))
+    port = free_port()
+    env = {
+        "WEBHOOK_SECRET": SECRET,
+        "WEBHOOK_RETRY_BASE": str(RETRY_BASE_S),
+        "WEBHOOK_RETRY_CAP": str(RETRY_CAP_S),
+        "WEBHOOK_JITTER": jitter,
+        "WEBHOOK_MAX_ATTEMPTS": str(MAX_ATTEMPTS),
+        "WEBHOOK_TIMEOUT": str(TIMEOUT_S),
+        "PORT": str(port),
+    }
+    base = f"http://127.0.0.1:{port}"
+    with ServerProcess.start(
+        ["node", "sender.js"], env=env, cwd=HERE, ready_url=f"{base}/healthz"
+    ) as server:
+        yield NodeSender(base, policy)
+        server.close()
+
+
+@pytest.fixture(scope="module")
+def fixed_sender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSender]:
+    """sender.js with WEBHOOK_JITTER=none: waits of exactly 1 s, 2 s, 2 s."""
+    with _serving("none", tmp_path_factory) as sender:
+        yield sender
+
+
+@pytest.fixture(scope="module")
+def jittered_sender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSender]:
+    """sender.js with WEBHOOK_JITTER=full: waits drawn below 1 s, 2 s, 2 s."""
+    with _serving("full", tmp_path_factory) as sender:
+        yield sender
+
+
+SENDERS = {"none": "fixed_sender", "full": "jittered_sender"}
+"""The fixture serving sender.js with each WEBHOOK_JITTER."""
+
+
+def _breaks_must(scenario: dict[str, Any]) -> bool:
+    """Whether a scenario of the JSON report failed a ``must`` or errored."""
+    outcome, severity = str(scenario["outcome"]), str(scenario["severity"])
+    return outcome == "error" or (outcome == "failed" and severity == Severity.MUST.value)
+
+
+@pytest.mark.parametrize("jitter", sorted(SENDERS))
+def test_the_correct_node_sender_passes_every_sender_scenario(
+    request: pytest.FixtureRequest, tmp_path: Path, jitter: str
+) -> None:
+    sender: NodeSender = request.getfixturevalue(SENDERS[jitter])
+    code, scenarios = sender.judge("correct", tmp_path / "report.json")
+    outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
+    assert outcomes == dict.fromkeys(X_IDS, "passed"), scenarios
+    assert code == 0
+
+
+@pytest.mark.parametrize(("bug", "must_fail"), sorted(NODE_MUST_FAIL.items()))
+def test_a_broken_node_sender_fails_the_scenarios_aimed_at_its_bug(
+    fixed_sender: NodeSender, tmp_path: Path, bug: str, must_fail: frozenset[str]
+) -> None:
+    code, scenarios = fixed_sender.judge(bug, tmp_path / "report.json", select=must_fail)
+    assert code == 1
+    failed = {sid for sid, s in scenarios.items() if s["outcome"] == "failed"}
+    assert must_fail <= failed, (bug, scenarios)
+    assert any(_breaks_must(scenarios[sid]) for sid in must_fail), bug
+    for scenario_id in must_fail:
+        failure = scenarios[scenario_id]["failures"][0]
+        assert failure["expected"]
+        assert failure["observed"]
+        assert "attempt 1 at +0.000 s" in failure["reproduce"]
+        assert SECRET not in failure["reproduce"] + failure["observed"]
+
+
+@pytest.mark.parametrize(
+    ("bug", "jitter"),
+    [
+        pytest.param(bug, jitter, marks=pytest.mark.xfail(strict=True, reason=reason))
+        for (bug, jitter), reason in sorted(NODE_UNSEEN.items())
+    ],
+)
+def test_a_bug_check_sender_cannot_see_breaks_no_must(
+    request: pytest.FixtureRequest, tmp_path: Path, bug: str, jitter: str
+) -> None:
+    """Strict xfails: each passes the moment a scenario catches the bug at ``must`` level."""
+    sender: NodeSender = request.getfixturevalue(SENDERS[jitter])
+    _, scenarios = sender.judge(bug, tmp_path / "report.json")
+    assert set(scenarios) == X_IDS
+    assert [sid for sid, s in scenarios.items() if _breaks_must(s)], bug
