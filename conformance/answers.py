@@ -21,8 +21,10 @@ from conformance.exceptions import ConfigError
 from conformance.model import Expectation, Scenario
 
 __all__ = [
+    "IN_FLIGHT",
     "PRESETS",
     "REFUSALS",
+    "RETRY_LATER",
     "Answers",
     "refusal_of",
     "resolve_answers",
@@ -35,8 +37,18 @@ REFUSALS: Mapping[str, str] = {
     "missing_header": "a webhook header (id, timestamp or signature) is missing",
     "bad_signature": "the signature does not match (tampered body, unknown secret)",
     "stale_timestamp": "the signed timestamp is outside the tolerance (or replayed after it)",
+    "in_flight": "a copy arrives while another copy of the same event is being handled",
 }
 """Every refusal class and what triggers it."""
+
+IN_FLIGHT = "in_flight"
+"""The refusal class of a copy that arrives while another copy is in flight: it may be answered
+2xx (once the event is committed) or asked to come back later with one of
+:data:`RETRY_LATER` — which of them is a convention."""
+
+RETRY_LATER: tuple[int, ...] = (409, 423, 425, 429, 503)
+"""The answers that tell every sender to try an in-flight copy again later (409 Conflict,
+423 Locked, 425 Too Early, 429 Too Many Requests, 503 Service Unavailable)."""
 
 PRESETS: Mapping[str, Mapping[str, tuple[int, ...]]] = {
     "stripe": {
@@ -48,6 +60,7 @@ PRESETS: Mapping[str, Mapping[str, tuple[int, ...]]] = {
         "missing_header": (400,),
         "bad_signature": (401,),
         "stale_timestamp": (401,),
+        "in_flight": (503,),
     },
 }
 """Named conventions: ``stripe`` (what Stripe's, Svix's and Standard Webhooks' samples answer:
@@ -72,12 +85,12 @@ def refusal_of(scenario: Scenario, expectation: Expectation) -> str | None:
     refusal code (a 2xx, a class such as ``4xx``, or a label no refusing step sends)."""
     if expectation.check != "status":
         return None
-    allowed = tuple(str(p) for p in expectation.args.get("allowed", ()))
-    if not allowed or not all(_EXACT_4XX.match(p) for p in allowed):
-        return None
     explicit = expectation.args.get("refusal")
     if explicit is not None:
         return str(explicit)
+    allowed = tuple(str(p) for p in expectation.args.get("allowed", ()))
+    if not allowed or not all(_EXACT_4XX.match(p) for p in allowed):
+        return None
     label = expectation.args.get("label")
     classes = {_by_mutation(s.args) for s in scenario.steps if s.args.get("label") == label} - {
         None
@@ -85,7 +98,7 @@ def refusal_of(scenario: Scenario, expectation: Expectation) -> str | None:
     return classes.pop() if len(classes) == 1 else None
 
 
-def _codes(value: Any, where: str) -> tuple[int, ...]:
+def _codes(value: Any, where: str, refusal: str) -> tuple[int, ...]:
     items = [value] if isinstance(value, int) and not isinstance(value, bool) else value
     if (
         not isinstance(items, list | tuple)
@@ -93,7 +106,11 @@ def _codes(value: Any, where: str) -> tuple[int, ...]:
         or not all(isinstance(i, int) and not isinstance(i, bool) for i in items)
     ):
         raise ConfigError(f"{where} must be a status code or a list of status codes")
-    if not all(400 <= i < 500 and i != 410 for i in items):
+    if refusal == IN_FLIGHT:
+        if not all(i in RETRY_LATER for i in items):
+            known = ", ".join(str(code) for code in RETRY_LATER)
+            raise ConfigError(f"{where}: an in-flight copy is asked back with {known}")
+    elif not all(400 <= i < 500 and i != 410 for i in items):
         raise ConfigError(f"{where}: a refusal is a 4xx other than 410, got {list(items)}")
     return tuple(dict.fromkeys(int(i) for i in items))
 
@@ -121,7 +138,7 @@ def resolve_answers(value: str | Mapping[str, Any], where: str = "answers") -> A
                 raise ConfigError(
                     f"unknown refusal class {key!r} in {where}; known: {', '.join(REFUSALS)}"
                 )
-            table[refusal] = _codes(codes, f"{where}.{key}")
+            table[refusal] = _codes(codes, f"{where}.{key}", refusal)
     else:
         raise ConfigError(f"{where} must be a preset name or a table")
     return tuple(sorted(table.items()))

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.answers import refusal_of
-from conformance.checks import RECEIVER_CHECKS, Unjudged
+from conformance.answers import IN_FLIGHT, RETRY_LATER, refusal_of
+from conformance.checks import RECEIVER_CHECKS, Unjudged, status_matches
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation, Scenario, Severity
@@ -35,6 +35,26 @@ def _refused(exchange: Exchange) -> bool:
     return status is not None and 400 <= status < 500 and status != 410
 
 
+def _asked_back(exchange: Exchange) -> bool:
+    status = exchange.status
+    return status is not None and (200 <= status < 300 or status in RETRY_LATER)
+
+
+_RETRY_LATER_TEXT = ", ".join(str(code) for code in RETRY_LATER)
+_GUARANTEES = {
+    IN_FLIGHT: (
+        _asked_back,
+        f"2xx, or asked to come back later ({_RETRY_LATER_TEXT}); never another 5xx, a 410 "
+        "or no answer",
+    ),
+}
+"""The guarantee of a refusal class, where it is not that of bad input (refused with a 4xx)."""
+_BAD_INPUT = (
+    _refused,
+    "refused with a 4xx (not 410); never accepted, never a 5xx, always answered",
+)
+
+
 def _shown(run: WireRun, exchanges: list[Exchange], bad: list[Exchange]) -> str:
     count = f"{len(bad)} of {len(exchanges)} answers: " if len(exchanges) > 1 else ""
     return count + bad[0].describe(run.redactions())
@@ -46,20 +66,21 @@ async def _judge_refusal(
     exchanges = run.exchanges.get(expectation.args["label"], [])
     if not exchanges:
         return Failure(expectation.describe(), "no request was sent", "", scenario.severity)
-    wrong = [e for e in exchanges if not _refused(e)]
+    kept, guarantee = _GUARANTEES.get(refusal, _BAD_INPUT)
+    wrong = [e for e in exchanges if not kept(e)]
     if wrong:
         return Failure(
-            "refused with a 4xx (not 410); never accepted, never a 5xx, always answered",
-            _shown(run, exchanges, wrong),
-            run.curl(wrong[0].request),
-            scenario.severity,
+            guarantee, _shown(run, exchanges, wrong), run.curl(wrong[0].request), scenario.severity
         )
     declared = dict(run.options.answers).get(refusal)
-    codes = declared or tuple(int(p) for p in expectation.args["allowed"])
-    other = [e for e in exchanges if e.status not in codes]
+    if declared:  # a copy in flight may always be answered 2xx once the event is committed
+        patterns = (*(["2xx"] if refusal == IN_FLIGHT else []), *(str(c) for c in declared))
+    else:
+        patterns = tuple(str(p) for p in expectation.args["allowed"])
+    other = [e for e in exchanges if not any(status_matches(e, p) for p in patterns)]
     if not other:
         return None
-    listed = " or ".join(str(c) for c in codes)
+    listed = " or ".join(_pattern_text(p) for p in patterns)
     if declared:
         expected = f"{listed} (the platform relies on it: [answers] {refusal})"
         severity = scenario.severity
@@ -71,6 +92,11 @@ async def _judge_refusal(
     return Failure(
         expected, _shown(run, exchanges, other), run.curl(other[0].request), severity, CONVENTION
     )
+
+
+def _pattern_text(pattern: str) -> str:
+    code, _, requirement = pattern.partition("+")
+    return f"{code} with Retry-After" if requirement == "retry-after" else code
 
 
 async def judge(run: WireRun, scenario: Scenario, expectation: Expectation) -> Verdict:

@@ -45,6 +45,7 @@ BROKEN: Mapping[str, str] = {
     "conflict-on-duplicate": "answers 409 to a duplicate of a committed event",
     "check-then-insert-race": "checks, yields, then inserts: concurrent copies all apply",
     "in-flight-409": "answers 409 to a copy that arrives while the first is in flight",
+    "in-flight-500": "answers 500 to a copy that arrives while the first is in flight",
     "in-flight-no-retry-after": "answers 503 without Retry-After while the first copy is in flight",
     "ack-before-commit": "answers 2xx and commits later (on the next delivery)",
     "slow": "takes longer than the sender's timeout to answer",
@@ -113,6 +114,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     ),
     "check-then-insert-race": frozenset({"idempotency.concurrent-duplicates"}),
     "in-flight-409": frozenset({"idempotency.in-flight-duplicate"}),
+    "in-flight-500": frozenset({"idempotency.in-flight-duplicate"}),
     "in-flight-no-retry-after": frozenset({"idempotency.in-flight-duplicate"}),
     "ack-before-commit": frozenset({"response.ack-after-commit"}),
     "slow": frozenset({"response.within-timeout"}),
@@ -423,6 +425,8 @@ def plain_receiver(
         if row is not None:  # in flight
             if "in-flight-409" in bugs:
                 return _problem(state, 409, "duplicate", "being processed")
+            if "in-flight-500" in bugs:
+                return _problem(state, 500, "internal", "the event is locked")
             if "ack-in-flight-copy" in bugs:
                 return JSONResponse({"status": "already received"})
             extra = {} if "in-flight-no-retry-after" in bugs else {"retry-after": "1"}

@@ -100,6 +100,45 @@ def test_a_refusal_that_is_not_a_4xx_stays_a_must_whatever_the_answers() -> None
     assert result.failures[0].expected.startswith("refused with a 4xx")
 
 
+def test_which_answer_sends_a_copy_in_flight_back_is_a_convention_unless_declared() -> None:
+    from tests.conformance.broken_receivers import PROBE_TOKEN as PLAIN_TOKEN
+    from tests.conformance.broken_receivers import plain_receiver
+
+    app = plain_receiver(SECRET, bugs=frozenset({"in-flight-409"}))
+    select = ("idempotency.in-flight-duplicate",)
+    plain = run_in_process(app, app_settings(PLAIN_TOKEN, select=select))
+    result = plain["idempotency.in-flight-duplicate"]
+    assert result.outcome is Outcome.FAILED
+    assert result.severity is Severity.SHOULD
+    assert [f.cause for f in result.failures] == ["convention"]
+    assert "409" in result.failures[0].observed
+    assert "503 with Retry-After" in result.failures[0].expected
+
+    declared = resolve_answers({"in_flight": [503]})
+    strict = run_in_process(app, app_settings(PLAIN_TOKEN, select=select, answers=declared))
+    assert strict["idempotency.in-flight-duplicate"].severity is Severity.MUST
+    assert (
+        "the platform relies on it"
+        in strict["idempotency.in-flight-duplicate"].failures[0].expected
+    )
+
+    allowed = resolve_answers({"in_flight": [409]})
+    ok = run_in_process(app, app_settings(PLAIN_TOKEN, select=select, answers=allowed))
+    assert ok["idempotency.in-flight-duplicate"].outcome is Outcome.PASSED
+
+
+def test_a_copy_in_flight_answered_500_breaks_the_guarantee_whatever_the_answers() -> None:
+    from tests.conformance.broken_receivers import PROBE_TOKEN as PLAIN_TOKEN
+    from tests.conformance.broken_receivers import plain_receiver
+
+    app = plain_receiver(SECRET, bugs=frozenset({"in-flight-500"}))
+    select = ("idempotency.in-flight-duplicate",)
+    results = run_in_process(app, app_settings(PLAIN_TOKEN, select=select))
+    result = results["idempotency.in-flight-duplicate"]
+    assert result.severity is Severity.MUST
+    assert result.failures[0].expected.startswith("2xx, or asked to come back later")
+
+
 def test_refusal_classes_are_derived_from_the_steps_for_every_exact_code() -> None:
     derived = {
         scenario.id: refusal_of(scenario, expectation)
@@ -141,6 +180,8 @@ def test_answers_in_the_config_file_and_presets(tmp_path: Path) -> None:
         ({"bad_signature": [500]}, "a refusal is a 4xx other than 410"),
         ({"bad_signature": [410]}, "a refusal is a 4xx other than 410"),
         ({"bad_signature": "400"}, "status code"),
+        ({"in_flight": [500]}, "an in-flight copy is asked back with 409, 423, 425, 429, 503"),
+        ({"in_flight": [400]}, "an in-flight copy is asked back with"),
         ("svixish", "unknown answers preset"),
     ],
 )
