@@ -26,7 +26,10 @@ CAUSES: Mapping[str, str] = {
     "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
     "signature-list": "try every entry of the signature header against every active secret, "
     "skipping unknown versions",
-    "raw-bytes": "verify the exact bytes received, never re-serialized JSON",
+    "raw-bytes": "verify the exact bytes received, never re-serialized JSON or text decoded and "
+    "re-encoded with another charset",
+    "repeated": "refuse a webhook header sent twice with different values (400), or verify and "
+    "deduplicate on the same one value",
     "tolerance": "accept timestamps within the whole tolerance, in both directions",
     "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
     "dedupe": "deduplicate on the event id (webhook-id) in a durable inbox, not on the body, "
@@ -50,6 +53,8 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.rotation", "signature-list"),
     ("signature.unknown-version", "signature-list"),
     ("signature.raw-bytes", "raw-bytes"),
+    ("signature.utf8-body", "raw-bytes"),
+    ("signature.repeated-headers", "repeated"),
     ("clock.*-inside", "tolerance"),
     ("clock.*", "stale"),
     ("idempotency.in-flight-*", "in-flight"),

@@ -16,7 +16,7 @@ from typing import Any
 from conformance.exceptions import UsageError
 from conformance.harnesses.signed_requests import unusual_json
 
-__all__ = ["DEFAULT_TEMPLATE", "PayloadFactory", "load_template"]
+__all__ = ["DEFAULT_TEMPLATE", "UTF8_TEXT", "PayloadFactory", "load_template"]
 
 DEFAULT_TEMPLATE = (
     '{"type":"hookproof.conformance.ping","timestamp":"{{occurred_at}}",'
@@ -24,6 +24,9 @@ DEFAULT_TEMPLATE = (
     '"note":"a generic event a conformant receiver acknowledges"}}'
 )
 """The generic event type a conformant receiver must acknowledge (2xx) and apply once."""
+
+UTF8_TEXT = "Grüße aus Köln — naïve café, 日本語, emoji 🎉"
+"""Non-ASCII text sent as raw UTF-8 (never ``\\u`` escaped) in the ``utf8`` body variant."""
 
 
 def load_template(path: str | Path) -> str:
@@ -64,7 +67,9 @@ class PayloadFactory:
         self, event_id: str, *, variant: str = "template", reference: str | None = None
     ) -> bytes:
         """The body bytes. ``variant`` ``unusual`` renders the same document as odd-but-valid
-        JSON; ``reference`` fixes the business data so that two events get identical bodies."""
+        JSON; ``utf8`` sets a top-level ``note`` (the default template has one) to
+        :data:`UTF8_TEXT` in raw UTF-8 (a list gets it as a last item); ``reference`` fixes the
+        business data so that two events get identical bodies."""
         text, document = self._document(reference or event_id)
         if self.id_in_body:
             document = {"id": event_id, **{k: v for k, v in document.items() if k != "id"}}
@@ -73,6 +78,14 @@ class PayloadFactory:
             return b'{"type": "truncated", "data": '
         if variant == "unusual":
             return unusual_json(document)
+        if variant == "utf8":
+            if isinstance(document, dict):
+                document = {**document, "note": UTF8_TEXT}
+            elif isinstance(document, list):
+                document = [*document, UTF8_TEXT]
+            else:
+                document = [document, UTF8_TEXT]
+            return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
         if variant != "template":
             raise UsageError(f"unknown body variant {variant!r}")
         return text.encode("utf-8")

@@ -172,6 +172,42 @@ SCENARIOS: tuple[Scenario, ...] = (
         expectations=(ACKED, APPLIED_ONCE),
     ),
     Scenario(
+        id="signature.utf8-body",
+        title="Non-ASCII text in the body (raw UTF-8)",
+        guarantee="A genuine delivery whose JSON carries accents, CJK and emoji as raw UTF-8 "
+        "verifies and is applied once: the signature covers the bytes received, not a string "
+        "decoded and re-encoded with another charset.",
+        severity=Severity.MUST,
+        tags=RC,
+        steps=(step("deliver", event="a", label="delivery", body="utf8"),),
+        expectations=(ACKED, APPLIED_ONCE),
+    ),
+    Scenario(
+        id="signature.repeated-headers",
+        title="A webhook header repeated with another value",
+        guarantee="After a genuine delivery, copies of it with one webhook header sent twice "
+        "(the genuine value and another: another id, timestamp or signature; first or last) "
+        "are never answered 5xx and never applied again, under either id — a receiver that "
+        "verifies one value and deduplicates on the other applies a replay twice.",
+        severity=Severity.MUST,
+        tags=RC,
+        steps=(
+            step("deliver", event="a", label="genuine"),
+            step("deliver_fuzzed", event="a", label="repeated", kind="repeated", other="b"),
+        ),
+        expectations=(
+            expect("status", "the genuine copy is 2xx", label="genuine", allowed=("2xx",)),
+            expect(
+                "status",
+                "every copy with a repeated header is 2xx (a duplicate) or 4xx",
+                label="repeated",
+                allowed=("2xx", "4xx"),
+            ),
+            APPLIED_ONCE,
+            expect("effects", "the probe shows no effect under the other id", event="b", equals=0),
+        ),
+    ),
+    Scenario(
         id="signature.list-positions",
         title="Valid signature first, middle and last in the list",
         guarantee="A delivery is accepted when its valid signature is first, in the middle or "

@@ -1,6 +1,7 @@
 """Structure-aware bad input: for each scheme, every header's grammar broken one way at a time,
 wrong lengths and encodings, well-formed entries of the wrong length, and bodies that are not
-UTF-8 or not JSON (signed and unsigned).
+UTF-8 or not JSON (signed and unsigned, the empty body included), and each webhook header repeated
+with a second, different value.
 
 The driver is generic: each scheme object says what its headers are, the role each carries and
 the broken shapes of its grammar (``broken_headers``), and how a signature of any length is
@@ -10,7 +11,11 @@ Every case is one no genuine sender produces *and* from which no lenient parser 
 genuine signature: values are garbage, signatures of the wrong length or of another key, or the
 signed content is changed. So the one right answer to each is a 4xx (never a 5xx, never applied),
 whatever the receiver's parser tolerates. Cases are data — a name and the request's headers and
-body — built by :func:`header_cases`, :func:`wrong_length_cases` and :func:`body_cases`.
+body — built by :func:`header_cases`, :func:`wrong_length_cases`, :func:`body_cases` and
+:func:`repeated_cases`. A repeated header is the one case whose right answer may be a 2xx: the
+genuine copy was already delivered, so a receiver that reads one of the values and recognises the
+duplicate keeps every guarantee; the must is that no second effect appears (under either id) and
+that nothing answers 5xx.
 """
 
 from __future__ import annotations
@@ -26,6 +31,7 @@ __all__ = [
     "Signer",
     "body_cases",
     "header_cases",
+    "repeated_cases",
     "wrong_length_cases",
 ]
 
@@ -46,6 +52,13 @@ class FuzzCase:
     name: str
     headers: Mapping[str, bytes]
     body: bytes
+    lines: tuple[tuple[str, bytes], ...] = ()
+    """The exact header lines, where they cannot be a mapping (a repeated header); else
+    ``headers`` is sent as it is."""
+
+    def wire(self) -> tuple[tuple[str, bytes], ...]:
+        """The header lines as sent."""
+        return self.lines or tuple(self.headers.items())
 
 
 JUNK: Mapping[str, tuple[bytes, ...]] = {
@@ -101,10 +114,47 @@ def body_cases(
     """Bodies that are not UTF-8 (``kind="not-utf8"``) or not JSON (``kind="not-json"``), each
     once correctly signed and once under the genuine body's signature."""
     genuine = {k: v.encode("latin-1") for k, v in headers.items()}
-    bodies = [NOT_UTF8, b"\xff" + body] if kind == "not-utf8" else [NOT_JSON, TRUNCATED]
+    bodies = [NOT_UTF8, b"\xff" + body] if kind == "not-utf8" else [NOT_JSON, TRUNCATED, b""]
     cases = []
     for index, bad in enumerate(bodies):
         signed = {k: v.encode("latin-1") for k, v in sign(bad).items()}
         cases.append(FuzzCase(f"{kind}#{index}:signed", {**genuine, **signed}, bad))
         cases.append(FuzzCase(f"{kind}#{index}:unsigned", genuine, bad))
+    return cases
+
+
+def repeated_cases(
+    scheme: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    timestamp: int,
+    rng: random.Random,
+    *,
+    other_id: str,
+) -> list[FuzzCase]:
+    """The genuine request with one webhook header sent twice: the genuine value and another
+    (``other_id`` for the id, a second later for the timestamp, another key's signature), the
+    other one first and then last. A receiver that verifies one value and deduplicates on the
+    other applies a replay twice. Headers the scheme does not sign (GitHub's delivery id) are
+    left alone: any value of theirs can be replayed without repeating them."""
+    genuine = {k: v.encode("latin-1") for k, v in headers.items()}
+    signing = scheme_named(scheme)
+    others = {
+        "id": other_id.encode(),
+        "timestamp": str(timestamp + 1).encode(),
+        "signature": signing.signature_with(random_bytes(rng, 32), timestamp=timestamp).encode(),
+    }
+    cases = []
+    for broken in signing.broken_headers(timestamp=timestamp, rng=rng):
+        name, other = broken.name, others.get(broken.role)
+        unsigned = name in signing.unsigned_headers
+        if name not in genuine or unsigned or other is None or other == genuine[name]:
+            continue
+        rest = tuple((k, v) for k, v in genuine.items() if k != name)
+        for order, pair in (
+            ("other-first", (other, genuine[name])),
+            ("other-last", (genuine[name], other)),
+        ):
+            lines = (*rest, *((name, value) for value in pair))
+            cases.append(FuzzCase(f"{name}:repeated:{order}", genuine, body, lines))
     return cases

@@ -12,7 +12,13 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 from conformance.exceptions import HarnessError
-from conformance.harnesses.fuzz_cases import FuzzCase, body_cases, header_cases, wrong_length_cases
+from conformance.harnesses.fuzz_cases import (
+    FuzzCase,
+    body_cases,
+    header_cases,
+    repeated_cases,
+    wrong_length_cases,
+)
 from conformance.harnesses.signed_requests import WireRequest, padded
 from conformance.harnesses.state import EventOnWire, WireRun
 
@@ -44,9 +50,12 @@ async def _deliver(run: WireRun, args: Mapping[str, Any]) -> None:
     await run.send(args["label"], request, event.event_id)
 
 
-def _fuzz_cases(run: WireRun, event: EventOnWire, kind: str, extra: int) -> list[FuzzCase]:
+def _fuzz_cases(
+    run: WireRun, event: EventOnWire, kind: str, extra: int, other: str
+) -> list[FuzzCase]:
     """The structure-aware cases of ``kind`` for ``event`` under the run's scheme (plus
-    ``extra`` seeded random ones for ``headers``)."""
+    ``extra`` seeded random ones for ``headers``; ``other`` names the event whose id a repeated
+    id header carries)."""
     scheme = run.options.scheme
     good = run.signed(event)
     signed = {k: v.decode("latin-1") for k, v in good.headers if k != "content-type"}
@@ -57,6 +66,9 @@ def _fuzz_cases(run: WireRun, event: EventOnWire, kind: str, extra: int) -> list
         return cases + [FuzzCase(f"random#{i}", h, event.body) for i, h in enumerate(randoms)]
     if kind == "wrong-length":
         return wrong_length_cases(scheme.name, signed, event.body, stamp, run.rng)
+    if kind == "repeated":
+        other_id = run.event(other).event_id
+        return repeated_cases(scheme.name, signed, event.body, stamp, run.rng, other_id=other_id)
 
     def sign(body: bytes) -> dict[str, str]:
         secret = scheme.secrets[0]
@@ -69,16 +81,18 @@ def _fuzz_cases(run: WireRun, event: EventOnWire, kind: str, extra: int) -> list
 async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     """Structure-aware bad input (:mod:`conformance.harnesses.fuzz_cases`): ``kind`` is
     ``headers`` (every header's grammar; ``cases`` more seeded random values), ``wrong-length``,
-    ``not-utf8`` or ``not-json`` (bodies, signed and unsigned)."""
+    ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), or ``repeated`` (each webhook
+    header twice, the second value's id being event ``other``'s)."""
     event = run.event(args["event"])
     kind = str(args.get("kind", "headers"))
-    for case in _fuzz_cases(run, event, kind, int(args.get("cases", 0))):
+    other = str(args.get("other", f"{args['event']}-other"))
+    for case in _fuzz_cases(run, event, kind, int(args.get("cases", 0)), other):
         run.sensitive.update(
             run.options.scheme.signatures_of(
                 {k: v.decode("latin-1") for k, v in case.headers.items()}
             )
         )
-        wire = (("content-type", b"application/json"), *case.headers.items())
+        wire = (("content-type", b"application/json"), *case.wire())
         await run.send(args["label"], WireRequest(run.options.url, wire, case.body), event.event_id)
 
 

@@ -61,6 +61,8 @@ BROKEN: Mapping[str, str] = {
     "case-sensitive-header": "looks up 'Webhook-Id' in the raw headers case-sensitively",
     "key-not-decoded": "uses the 'whsec_…' string itself as the HMAC key",
     "strips-whitespace": "verifies body.strip() instead of the raw bytes",
+    "decodes-as-ascii": "verifies the body decoded and re-encoded in ASCII (a platform charset)",
+    "dedupes-on-last-id": "verifies with the first webhook-id header, deduplicates on the last",
     "record-id-before-verify": "records the event id as processed before verifying",
     "claim-not-released": "claims the event id before verifying and keeps the claim on refusal",
     "seen-before-timestamp-check": "records the id after the signature, before the timestamp check",
@@ -130,6 +132,8 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "case-sensitive-header": frozenset({"signature.valid"}),
     "key-not-decoded": frozenset({"signature.valid", "signature.each-secret"}),
     "strips-whitespace": frozenset({"signature.raw-bytes"}),
+    "decodes-as-ascii": frozenset({"signature.utf8-body"}),
+    "dedupes-on-last-id": frozenset({"signature.repeated-headers"}),
     "record-id-before-verify": frozenset(
         {"signature.forged-then-genuine", "signature.tampered-then-genuine"}
     ),
@@ -287,6 +291,8 @@ def _verify(state: _State, headers: Mapping[str, str], body: bytes) -> Response 
             return _problem(state, 400, "invalid-payload", "not JSON")
     if "strips-whitespace" in bugs:
         signed_body = body.strip()
+    if "decodes-as-ascii" in bugs:
+        signed_body = body.decode("ascii", "replace").encode("ascii", "replace")
     signed = f"{event_id}.{raw_ts}.".encode() + signed_body
     keys = state.keys[:1] if "only-first-secret" in bugs else state.keys
     equal = _length_checked_equal if "crash-on-wrong-length" in bugs else hmac.compare_digest
@@ -378,6 +384,8 @@ def plain_receiver(
         event_id, refusal = authenticate(headers, body)
         if refusal is not None:
             return refusal
+        if "dedupes-on-last-id" in bugs:
+            event_id = headers.getlist("webhook-id")[-1]
         if "crash-on-non-json" in bugs:
             document = json.loads(body)  # ValueError on a signed non-JSON body: a 500
         else:

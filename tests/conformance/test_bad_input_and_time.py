@@ -15,11 +15,16 @@ from conformance.config import CheckSettings, load_config
 from conformance.durations import parse_duration
 from conformance.exceptions import UsageError
 from conformance.harnesses.exchanges import seconds_text
-from conformance.harnesses.fuzz_cases import body_cases, header_cases, wrong_length_cases
+from conformance.harnesses.fuzz_cases import (
+    body_cases,
+    header_cases,
+    repeated_cases,
+    wrong_length_cases,
+)
 from conformance.harnesses.signed_requests import WireScheme, padded
 from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
 from conformance.results import Outcome
-from receiver.signing import Secret
+from receiver.signing import Secret, scheme_named
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
 from tests.conformance.support import SECRET, app_settings, run_in_process
 
@@ -90,6 +95,40 @@ def test_bad_bodies_come_signed_and_unsigned() -> None:
     utf8 = body_cases(headers, body, sign, kind="not-utf8")
     with pytest.raises(UnicodeDecodeError):
         utf8[0].body.decode("utf-8")
+
+
+def test_the_empty_body_is_among_the_bodies_that_are_not_json() -> None:
+    wire, headers, body = _genuine("standard")
+
+    def sign(bad: bytes) -> dict[str, str]:
+        return wire.sign(bad, event_id="evt_1", timestamp=1_700_000_000)
+
+    empty = [c for c in body_cases(headers, body, sign, kind="not-json") if c.body == b""]
+    assert sorted(c.name.rpartition(":")[2] for c in empty) == ["signed", "unsigned"]
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_each_signed_header_is_repeated_with_another_value_first_and_last(scheme: str) -> None:
+    _, headers, body = _genuine(scheme)
+    cases = repeated_cases(
+        scheme, headers, body, 1_700_000_000, random.Random(1), other_id="evt_other"
+    )
+    signed = {name for name in headers if name not in scheme_named(scheme).unsigned_headers}
+    repeated: dict[str, list[str]] = {}
+    for case in cases:
+        names = [name for name, _ in case.lines]
+        (twice,) = {name for name in names if names.count(name) == 2}
+        values = [value.decode("latin-1") for name, value in case.lines if name == twice]
+        assert headers[twice] in values
+        assert len(set(values)) == 2
+        assert sorted(set(names)) == sorted(headers)  # every other header once, as it was
+        repeated.setdefault(twice, []).append(case.name.rpartition(":")[2])
+        assert case.body == body
+    assert set(repeated) == signed  # GitHub's unsigned delivery id is left alone
+    assert all(sorted(orders) == ["other-first", "other-last"] for orders in repeated.values())
+    if scheme == "standard":
+        ids = {v for case in cases for n, v in case.lines if n == "webhook-id"}
+        assert ids == {b"evt_1", b"evt_other"}
 
 
 @pytest.mark.parametrize("position", ["first", "middle", "last"])
