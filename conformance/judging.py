@@ -8,7 +8,9 @@ severity. A status expectation that names one exact refusal code (see
 refused with a 4xx other than 410, never accepted, never a 5xx, never left unanswered — at the
 scenario's severity; and the *convention* — the exact code — ``should``, unless the platform
 declared the codes its sender relies on (:mod:`conformance.answers`), which makes it as severe as
-the scenario.
+the scenario. A copy that arrives while another is in flight (the ``in_flight`` class) is judged
+the same way, with its own guarantee: answered 2xx, or asked to come back later (409, 423, 425,
+429 or 503), never another 5xx, a 410 or nothing.
 """
 
 from __future__ import annotations
