@@ -12,7 +12,10 @@ Each server runs as its own process under the same uvicorn configuration
   answers 200;
 * **guarded** — the bare endpoint below behind ``HookproofMiddleware`` with a SQLite inbox: the
   durability layer alone (verify, claim, commit with ``synchronous=FULL`` before every 2xx);
-* **bare** — a Starlette endpoint that reads the body and answers the same small JSON, nothing else.
+* **bare** — a Starlette endpoint that reads the body and answers the same small JSON, nothing else;
+* **no-inbox** — a diagnostic, not a product: the guarded endpoint over an inbox that stores
+  nothing (every claim is a first claim, every commit succeeds at once, no thread, no file). What
+  verifying, the I-JSON check and the middleware cost alone: the ceiling of guarded for any inbox.
 
 The load generator is ``wrk`` (C, event-driven; install with ``apt-get install -y wrk`` or
 ``brew install wrk``), driven by a Lua script that cycles through pre-signed requests loaded from a
@@ -62,12 +65,16 @@ from bench.wrk_load import (  # noqa: E402  (after the path set-up above)
     wrk_command,
 )
 
-KINDS = ("bare", "guarded", "durable")
+KINDS = ("bare", "guarded", "durable", "no-inbox")
 TARGETS = {
     "guarded": ("the same endpoint behind the middleware + SQLite inbox", 0.70),
     "durable": ("the reference app, with its transactional demo effect", 0.65),
 }
 """Each measured kind: what it is, and its target share of the bare endpoint's requests/s."""
+DIAGNOSTICS = {
+    "no-inbox": "the middleware over an inbox that stores nothing: guarded's ceiling, no target",
+}
+"""Kinds measured to explain the others, reported as a share of bare without a target."""
 WARMUP_S = 2
 MARGIN = 2.0
 """Distinct events = the bare endpoint's warm-up rate x the run's duration x this margin."""
@@ -96,7 +103,7 @@ def serve(kind: str, port: int, db: str) -> None:
             return JSONResponse({"ok": True})
 
         middleware = []
-        if kind == "guarded":  # the same endpoint behind the durability layer
+        if kind in ("guarded", "no-inbox"):  # the same endpoint behind the durability layer
             from starlette.middleware import Middleware
 
             from receiver.inbox.sqlite import SqliteInbox
@@ -104,7 +111,8 @@ def serve(kind: str, port: int, db: str) -> None:
             from receiver.signing import Secret, Verifier
 
             verifier = Verifier([Secret(SECRET)])
-            guard = Middleware(HookproofMiddleware, verifier=verifier, inbox=SqliteInbox(db))
+            inbox = SqliteInbox(db) if kind == "guarded" else _nothing_stored()
+            guard = Middleware(HookproofMiddleware, verifier=verifier, inbox=inbox)
             middleware.append(guard)
         app = Starlette(
             routes=[
@@ -114,6 +122,33 @@ def serve(kind: str, port: int, db: str) -> None:
             middleware=middleware,
         )
     run_server(app, bind_socket(HOST, port), log_level="warning")
+
+
+def _nothing_stored() -> Any:
+    """The no-inbox diagnostic's inbox: claims every event as new, commits at once, keeps
+    nothing (never a receiver: it would apply every duplicate)."""
+    from receiver.inbox.contract import Claim, ClaimOutcome, Inbox, InboxRecord
+
+    class NothingStored(Inbox):
+        async def claim(self, event_id: str) -> Claim:
+            return Claim(ClaimOutcome.CLAIMED, event_id, token=1)
+
+        async def commit(self, event_id: str, token: int, status: int, work: Any = ()) -> bool:
+            return True
+
+        async def release(self, event_id: str, token: int) -> bool:
+            return True
+
+        async def lookup(self, event_id: str) -> InboxRecord | None:
+            return None
+
+        async def purge(self, committed_before: Any) -> int:
+            return 0
+
+        async def close(self) -> None:
+            return None
+
+    return NothingStored()
 
 
 def run_wrk(
@@ -209,6 +244,15 @@ def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, li
             f"(rounds: {each} req/s)"
         )
     bare = results["bare"]
+    for kind, meaning in DIAGNOSTICS.items():
+        per_round = [
+            run["rps"] / bare_run["rps"]
+            for run, bare_run in zip(runs[kind], runs["bare"], strict=True)
+        ]
+        report.append(
+            f"  ratio {kind}/bare: {results[kind]['rps'] / bare['rps']:6.1%} req/s; per round "
+            f"{', '.join(f'{share:.1%}' for share in per_round)} — {meaning}"
+        )
     for kind, (meaning, target) in TARGETS.items():
         ratio = results[kind]["rps"] / bare["rps"]
         cpu_ratio = bare["cpu_us"] / results[kind]["cpu_us"]
