@@ -257,7 +257,7 @@ class WireRun:
                 request,
                 None,
                 time.perf_counter() - started,
-                error=f"no answer: {error.__class__.__name__}: the request failed",
+                error=_no_answer(error, len(request.body)),
                 event_id=event_id,
                 gap_s=gap,
             )
@@ -305,3 +305,22 @@ class WireRun:
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
     wrong: Secret = scheme.scheme.mint_secret(bytes(rng.getrandbits(8) for _ in range(24)))
     return wrong
+
+
+_EARLY_CLOSE_BYTES = 64 * 1024
+"""A body this large may still be in flight when a receiver answers early and closes."""
+
+
+def _no_answer(error: httpx.HTTPError, body_bytes: int) -> str:
+    """Why an exchange has no answer, saying so when the connection died under a large body:
+    a receiver that answers early (a 413) and closes without reading the rest loses its answer
+    to the TCP reset, and a sender sees a network error, not the refusal."""
+    said = f"no answer: {error.__class__.__name__}: the request failed"
+    closed = isinstance(error, httpx.WriteError | httpx.ReadError | httpx.RemoteProtocolError)
+    if closed and body_bytes >= _EARLY_CLOSE_BYTES:
+        said += (
+            f" — the connection closed while the {body_bytes}-byte body was being sent: if the "
+            "receiver answered early (413) and closed without reading the rest, the TCP reset "
+            "lost that answer; read (drain) the body or linger before closing"
+        )
+    return said

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
+import socket
+import struct
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -23,6 +26,7 @@ import pytest
 from conformance.cli import main
 from conformance.config import CheckSettings
 from conformance.exceptions import EndpointUnreachable, ProbeUnusable
+from conformance.model import Severity
 from conformance.results import Outcome
 from conformance.session import run_check
 
@@ -332,3 +336,86 @@ def test_the_unreachable_error_names_a_503_endpoint_as_answering() -> None:
             asyncio.run(run_check(settings, [Collector()]))
     assert "never answered" not in str(raised.value)
     assert "503" in str(raised.value)
+
+
+@contextmanager
+def _answering_413_early() -> Iterator[str]:
+    """A receiver that answers a body over 64 KiB 413 from its headers alone, then closes the
+    connection at once without reading the body (a reset, as Java's HttpServer does past its
+    drain limit): a client still sending never reads the 413. Smaller requests are read and
+    answered as usual (the probe 404, webhooks 200)."""
+
+    ready = threading.Event()
+    port: list[int] = []
+    stop: list[Callable[[], object]] = []
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                found = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
+                length = int(found.group(1)) if found else 0
+                if length > 65536:
+                    writer.write(_answer(413, b'{"title": "too large"}', "connection: close\r\n"))
+                    await writer.drain()
+                    sock = writer.get_extra_info("socket")
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                    break
+                body = await reader.readexactly(length)
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {
+                    n.strip().lower(): v.strip()
+                    for n, _, v in (line.partition(":") for line in lines[1:] if ":" in line)
+                }
+                await _guarded_probe(Request(method, path, headers, body), Connection(), writer)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def serve() -> None:
+        listening = socket.socket()
+        # a small receive buffer (inherited by accepted sockets): the client is still sending
+        # when the reset comes, as it is against a real receiver over a real network
+        listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
+        listening.bind(("127.0.0.1", 0))
+        server = await asyncio.start_server(connection, sock=listening)
+        port.append(server.sockets[0].getsockname()[1])
+        done = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        stop.append(lambda: loop.call_soon_threadsafe(done.set))
+        ready.set()
+        async with server:
+            await done.wait()
+
+    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
+    thread.start()
+    assert ready.wait(10)
+    try:
+        yield f"http://127.0.0.1:{port[0]}"
+    finally:
+        stop[0]()
+        thread.join(10)
+
+
+def test_an_early_413_lost_to_a_reset_is_explained_not_just_no_answer() -> None:
+    collector = Collector()
+    with _answering_413_early() as base:
+        settings = CheckSettings(
+            url=f"{base}/webhooks",
+            secrets=(SECRET,),
+            probe=f"{base}/_hookproof/events",
+            probe_token=TOKEN,
+            select=("size.over-limit",),
+            max_body=1024 * 1024,  # the body sent is twice that: more than loopback buffers hold
+            timeout=5.0,
+            seed=3,
+        )
+        asyncio.run(run_check(settings, [collector]))
+    (oversized,) = collector.results
+    observed = " ".join(f.observed for f in oversized.failures)
+    assert "no answer" in observed
+    assert "answered early (413) and closed without reading the rest" in observed
+    assert oversized.severity is Severity.SHOULD
