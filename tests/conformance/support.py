@@ -1,12 +1,15 @@
 """Helpers shared by the conformance tests: a secret, settings for an in-process app, functions
 that run the catalogue against an ASGI app, or over HTTP against one variant of a zoo server
-(Node, PHP), and return each scenario's outcome, and the ``check-sender`` options that judge a
-real sender on a seconds-scale schedule."""
+(Node, PHP), and return each scenario's outcome, why a Node zoo server cannot run here, and the
+``check-sender`` options that judge a real sender on a seconds-scale schedule."""
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import shutil
+import subprocess
+from pathlib import Path
 from typing import Any
 
 from conformance.asgi import app_client
@@ -90,3 +93,21 @@ def broken_guarantees(results: dict[str, ScenarioResult]) -> dict[str, object]:
         for sid, r in results.items()
         if r.breaks_must or r.outcome is Outcome.ERROR
     }
+
+
+def node_receiver_unavailable(folder: Path, *packages: str) -> str | None:
+    """Why the Node zoo server in ``folder`` cannot run here (``None``: it can): ``node`` is
+    absent, or ``packages`` are not in its ``node_modules`` and ``npm ci`` cannot install them."""
+    if shutil.which("node") is None:
+        return "node is not installed (the Node receivers of the zoo need node >= 18)"
+    if all((folder / "node_modules" / package).is_dir() for package in packages):
+        return None
+    npm = shutil.which("npm")
+    if npm is None:
+        return f"npm is not installed and {folder}/node_modules is incomplete"
+    done = subprocess.run(
+        [npm, "ci", "--no-audit", "--no-fund"], cwd=folder, capture_output=True, timeout=180
+    )
+    if done.returncode != 0:
+        return f"npm ci failed in {folder}: {done.stderr.decode(errors='replace')[-200:]}"
+    return None

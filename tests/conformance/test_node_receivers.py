@@ -9,8 +9,6 @@ cannot be installed.
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,7 +18,12 @@ from conformance.catalogue import CATALOGUE
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
-from tests.conformance.support import SECRET, broken_guarantees, check_variant
+from tests.conformance.support import (
+    SECRET,
+    broken_guarantees,
+    check_variant,
+    node_receiver_unavailable,
+)
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.subprocess
@@ -50,26 +53,9 @@ NODE_MUST_FAIL: dict[str, frozenset[str]] = {
 """For each broken Node variant (``BUGS`` in server.js), the scenarios that must fail."""
 
 
-def _installed() -> str | None:
-    """Why the Node receivers cannot run here (``None``: they can)."""
-    if shutil.which("node") is None:
-        return "node is not installed (the Node receivers of the zoo need node >= 18)"
-    if (HERE / "node_modules" / "standardwebhooks").is_dir():
-        return None
-    npm = shutil.which("npm")
-    if npm is None:
-        return "npm is not installed and tests/conformance/node_receiver/node_modules is absent"
-    done = subprocess.run(
-        [npm, "ci", "--no-audit", "--no-fund"], cwd=HERE, capture_output=True, timeout=180
-    )
-    if done.returncode != 0:
-        return f"npm ci failed in {HERE}: {done.stderr.decode(errors='replace')[-200:]}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def node_server() -> Iterator[str]:
-    reason = _installed()
+    reason = node_receiver_unavailable(HERE, "standardwebhooks")
     if reason is not None:
         pytest.skip(reason)
     port = free_port()
