@@ -24,6 +24,7 @@ CAUSES: Mapping[str, str] = {
     "verify": "verify the signature over the raw body with every active secret before acting on "
     "a delivery",
     "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
+    "event-id": "refuse a delivery without an event id (400): it could never be deduplicated",
     "signature-list": "try every entry of the signature header against every active secret, "
     "skipping unknown versions",
     "raw-bytes": "verify the exact bytes received, never re-serialized JSON or text decoded and "
@@ -49,6 +50,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.tampered-body", "verify"),
     ("signature.wrong-secret", "verify"),
     ("signature.missing-*", "parse"),
+    ("signature.id-less-event", "event-id"),
     ("signature.malformed-*", "parse"),
     ("signature.rotation", "signature-list"),
     ("signature.unknown-version", "signature-list"),

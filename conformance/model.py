@@ -20,6 +20,7 @@ from receiver.signing import SCHEMES as _BY_NAME
 __all__ = [
     "SCHEMES",
     "SEVERAL_SIGNATURES",
+    "SIGNED_IDS",
     "TIMED",
     "Expectation",
     "Harness",
@@ -40,6 +41,14 @@ SEVERAL_SIGNATURES: frozenset[str] = frozenset(
     name for name, s in _BY_NAME.items() if s.several_signatures
 )
 """The schemes whose deliveries may carry several signatures."""
+SIGNED_IDS: frozenset[str] = frozenset(
+    name
+    for name, s in _BY_NAME.items()
+    if not s.id_in_body and getattr(s, "id_header", None) not in s.unsigned_headers
+)
+"""The schemes whose event id header is part of the signed content: without it a delivery cannot
+be verified. (Stripe-style ids travel in the signed body, GitHub's delivery id is not signed: an
+authentic delivery can lack them.)"""
 
 
 def scheme_choices() -> str:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from conformance.model import (
     SCHEMES,
     SEVERAL_SIGNATURES,
+    SIGNED_IDS,
     TIMED,
     Harness,
     Scenario,
@@ -109,7 +110,22 @@ SCENARIOS: tuple[Scenario, ...] = (
             NOT_APPLIED,
         ),
     ),
-    _missing("id", "event id", SCHEMES),
+    _missing("id", "event id", SIGNED_IDS),
+    Scenario(
+        id="signature.id-less-event",
+        title="Authentic delivery without an event id",
+        guarantee="A delivery signed correctly but carrying no event id (no id in a Stripe-style "
+        "body, no X-GitHub-Delivery) is refused with 400: it could never be deduplicated. A "
+        "sender never sends one, so accepting it breaks nothing yet (should).",
+        severity=Severity.SHOULD,
+        tags=RC,
+        steps=(step("deliver", event="a", label="delivery", mutation="missing:id"),),
+        expectations=(
+            expect("status", "400", label="delivery", allowed=("400",)),
+            NOT_APPLIED,
+        ),
+        schemes=SCHEMES - SIGNED_IDS,
+    ),
     _missing("timestamp", "signed timestamp", TIMED),
     _missing("signature", "signature header", SCHEMES),
     _fuzzed(

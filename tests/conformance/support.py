@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from conformance.asgi import app_client
+from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings
 from conformance.events import Event, RunFinished
 from conformance.model import Harness
@@ -111,3 +112,8 @@ def node_receiver_unavailable(folder: Path, *packages: str) -> str | None:
     if done.returncode != 0:
         return f"npm ci failed in {folder}: {done.stderr.decode(errors='replace')[-200:]}"
     return None
+
+
+def other_schemes_only(scheme: str = "standard", harness: Harness = Harness.C) -> set[str]:
+    """The ``harness`` scenarios that do not apply to ``scheme`` (a run under it skips them)."""
+    return {s.id for s in CATALOGUE.tagged(harness) if scheme not in s.schemes}

@@ -34,7 +34,10 @@ def test_a_correct_receiver_without_hookproof_passes_everything(tmp_path: Path) 
     settings = app_settings(PROBE_TOKEN, secrets=(SECRET, SECOND_SECRET), max_body=MAX_BODY)
     results = run_in_process(app, settings)
     outcomes = {sid: r.outcome for sid, r in results.items()}
-    assert outcomes == {s.id: Outcome.PASSED for s in CATALOGUE.tagged(Harness.R)}
+    assert outcomes == {  # scenarios of other schemes only (an id-less event) are skipped
+        s.id: Outcome.PASSED if "standard" in s.schemes else Outcome.SKIPPED
+        for s in CATALOGUE.tagged(Harness.R)
+    }
 
 
 @pytest.mark.parametrize(("bug", "must_fail"), sorted(MUST_FAIL.items()))
@@ -63,7 +66,11 @@ def test_a_broken_receiver_fails_the_scenarios_that_target_its_bug(
 
 
 def test_every_receiver_side_scenario_is_failed_by_some_broken_receiver() -> None:
-    receiver_side = {s.id for s in CATALOGUE if s.tags & {Harness.R, Harness.C}}
+    """Of the standard scheme's (these receivers speak it); the others' are failed by the Node
+    library zoo's Stripe sample (test_node_library_receivers)."""
+    receiver_side = {
+        s.id for s in CATALOGUE if s.tags & {Harness.R, Harness.C} and "standard" in s.schemes
+    }
     covered = set().union(*MUST_FAIL.values())
     assert receiver_side - covered == set()
     assert covered <= receiver_side

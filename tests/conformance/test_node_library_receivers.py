@@ -49,14 +49,13 @@ CAREFUL = ("stripe-correct", "svix-correct")
 ROTATING = frozenset({*CAREFUL, "stripe-first-secret-only", "svix-first-secret-only"})
 """The variants configured with two secrets (the samples take one)."""
 
-KNOWN_MUST_FAILURES: dict[str, frozenset[str]] = {
-    # Stripe's event id is the body's "id". The sample never checks it (Stripe always sends
-    # one), so a signed event without an id is accepted and the dedupe keys it on `undefined`:
-    # every id-less event after it would be a "duplicate". The receiver is at fault (hookproof
-    # asks for a 400), but only against a sender that signs id-less events, which Stripe is not.
-    "stripe-docs": frozenset({"signature.missing-id"}),
-}
+KNOWN_MUST_FAILURES: dict[str, frozenset[str]] = {}
 """``must`` scenarios a documented sample fails for a reason of its own (see each comment)."""
+
+ID_LESS: dict[str, frozenset[str]] = {"stripe-docs": frozenset({"signature.id-less-event"})}
+"""Stripe's event id is the body's "id". The sample never checks it (Stripe always sends one), so
+a signed event without an id is accepted, and the team's dedupe keys it on `undefined`. Nothing is
+broken until a sender signs id-less events, which Stripe does not: a ``should``."""
 
 CONVENTIONS = frozenset(
     {"signature.tampered-body", "signature.wrong-secret", "response.problem-details"}
@@ -183,9 +182,12 @@ def test_a_receiver_built_as_the_library_documents_it_breaks_no_guarantee(
 ) -> None:
     results = _check(node_server, variant)
     assert set(results) == {s.id for s in CATALOGUE.tagged(Harness.C)}
-    assert not [sid for sid, r in results.items() if r.outcome is Outcome.SKIPPED]
+    scheme = _scheme(variant)
+    skipped = {sid for sid, r in results.items() if r.outcome is Outcome.SKIPPED}
+    assert skipped == {s.id for s in CATALOGUE.tagged(Harness.C) if scheme not in s.schemes}
     assert set(broken_guarantees(results)) == KNOWN_MUST_FAILURES.get(variant, frozenset())
-    assert _failed(results) - KNOWN_MUST_FAILURES.get(variant, frozenset()) <= CONVENTIONS
+    allowed = CONVENTIONS | ID_LESS.get(variant, frozenset())
+    assert _failed(results) - KNOWN_MUST_FAILURES.get(variant, frozenset()) <= allowed
     if variant in CAREFUL:  # problem+json, 401 where hookproof's table says so
         assert _failed(results) <= {"clock.future-outside", "clock.far-future"}
 
@@ -200,12 +202,12 @@ def test_the_verbatim_svix_sample_breaks_musts_through_its_missing_return(
     receiver is wrong, not hookproof; with the `return` (svix-docs-return) every `must` holds."""
     results = _check(node_server, "svix-docs")
     broken = set(broken_guarantees(results))
-    assert {
+    assert {  # by construction; malformed-headers and others also fail when the dying sockets
+        # land under a later request, which depends on timing
         "signature.forged-then-genuine",
         "signature.tampered-then-genuine",
         "signature.garbled-then-genuine",
         "clock.stale-then-genuine",
-        "signature.malformed-headers",
     } <= broken
     assert "signature.valid" not in broken
 
