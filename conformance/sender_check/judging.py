@@ -22,7 +22,7 @@ from conformance.sender_check.listener import Attempt
 from conformance.sender_check.script import Kind
 from sender_sim.classify import Action
 
-__all__ = ["X_CHECKS", "History", "timeline"]
+__all__ = ["X_CHECKS", "History", "Problem", "timeline"]
 
 _RETRY_AFTER_TOLERANCE_S = 0.05
 _IN_FLIGHT_TOLERANCE_S = 0.01
@@ -38,25 +38,34 @@ class History:
     uses_timestamp: bool
 
 
-Check = Callable[[History], list[str]]
+@dataclass(frozen=True)
+class Problem:
+    """One thing a check observed wrong, and the attempts (their numbers) that show it: the
+    lines of the timeline the console shows without ``--verbose``."""
+
+    observed: str
+    attempts: tuple[int, ...] = ()
 
 
-def _signature(history: History) -> list[str]:
+Check = Callable[[History], list[Problem]]
+
+
+def _signature(history: History) -> list[Problem]:
     return [
-        f"attempt {a.number}'s signature does not verify: {a.verify_error}"
+        Problem(f"attempt {a.number}'s signature does not verify: {a.verify_error}", (a.number,))
         for a in history.attempts
         if a.message is None
     ]
 
 
-def _timestamp(history: History) -> list[str]:
+def _timestamp(history: History) -> list[Problem]:
     stamped = [
         (a, a.message.timestamp)
         for a in history.attempts
         if a.message is not None and a.message.timestamp is not None
     ]
     if not stamped:
-        return ["no attempt carried a verifiable signed timestamp"]
+        return [Problem("no attempt carried a verifiable signed timestamp")]
     problems = []
     first, first_ts = stamped[0]
     for a, ts in stamped[1:]:
@@ -65,35 +74,45 @@ def _timestamp(history: History) -> list[str]:
         allowed = history.declared.slack(arrived) + _TIMESTAMP_RESOLUTION_S
         if abs(signed - arrived) > allowed:
             problems.append(
-                f"attempt {a.number}'s timestamp is {signed:+d} s from attempt {first.number}'s, "
-                f"but it arrived {arrived:.2f} s later (a reused or stale timestamp)"
+                Problem(
+                    f"attempt {a.number}'s timestamp is {signed:+d} s from attempt "
+                    f"{first.number}'s, but it arrived {arrived:.2f} s later (a reused or stale "
+                    "timestamp)",
+                    (first.number, a.number),
+                )
             )
     skew = history.declared.max_skew_s + _TIMESTAMP_RESOLUTION_S
     for a, ts in stamped:
         off = ts - a.arrived_wall
         if abs(off) > skew:
             problems.append(
-                f"attempt {a.number}'s timestamp is {off:+.1f} s from its arrival "
-                f"(more than --max-skew {history.declared.max_skew_s:g} s)"
+                Problem(
+                    f"attempt {a.number}'s timestamp is {off:+.1f} s from its arrival "
+                    f"(more than --max-skew {history.declared.max_skew_s:g} s)",
+                    (a.number,),
+                )
             )
     return problems
 
 
-def _event_id(history: History) -> list[str]:
+def _event_id(history: History) -> list[Problem]:
     verified = [a for a in history.attempts if a.message is not None]
     if not verified:
-        return ["no attempt verified, so no event id could be read"]
+        return [Problem("no attempt verified, so no event id could be read")]
     first = verified[0]
     assert first.message is not None
     return [
-        f"attempt {a.number} carried event id {a.message.event_id!r}, attempt {first.number} "
-        f"{first.message.event_id!r}"
+        Problem(
+            f"attempt {a.number} carried event id {a.message.event_id!r}, attempt "
+            f"{first.number} {first.message.event_id!r}",
+            (first.number, a.number),
+        )
         for a in verified[1:]
         if a.message is not None and a.message.event_id != first.message.event_id
     ]
 
 
-def _body(history: History) -> list[str]:
+def _body(history: History) -> list[Problem]:
     first = history.attempts[0]
     problems = []
     for a in history.attempts[1:]:
@@ -103,42 +122,56 @@ def _body(history: History) -> list[str]:
                 min(len(a.body), len(first.body)),
             )
             problems.append(
-                f"attempt {a.number}'s body differs from attempt 1's ({len(a.body)} vs "
-                f"{len(first.body)} bytes, first difference at byte {at})"
+                Problem(
+                    f"attempt {a.number}'s body differs from attempt 1's ({len(a.body)} vs "
+                    f"{len(first.body)} bytes, first difference at byte {at})",
+                    (first.number, a.number),
+                )
             )
     return problems
 
 
-def _follows_policy(history: History) -> list[str]:
+def _follows_policy(history: History) -> list[Problem]:
     attempts, declared = history.attempts, history.declared
     problems = []
     for a in attempts:
         verdict = declared.verdict(a.answer.outcome())
         later = a.number < len(attempts)
         said = a.answer.describe()
+        both = (a.number, a.number + 1)
         if verdict.action is Action.DELIVERED and later:
-            problems.append(f"attempt {a.number + 1} arrived after attempt {a.number} got {said}")
+            problems.append(
+                Problem(f"attempt {a.number + 1} arrived after attempt {a.number} got {said}", both)
+            )
         elif verdict.action is Action.DEAD_LETTER and later:
             problems.append(
-                f"attempt {a.number + 1} arrived after attempt {a.number} got {said}, "
-                "which the declared policy stops on"
+                Problem(
+                    f"attempt {a.number + 1} arrived after attempt {a.number} got {said}, "
+                    "which the declared policy stops on",
+                    both,
+                )
             )
         elif verdict.action is Action.RETRY and not later and a.number < declared.max_attempts:
             problems.append(
-                f"no retry after attempt {a.number} got {said}, which the declared policy "
-                f"retries ({a.number} of {declared.max_attempts} attempts made)"
+                Problem(
+                    f"no retry after attempt {a.number} got {said}, which the declared policy "
+                    f"retries ({a.number} of {declared.max_attempts} attempts made)",
+                    (a.number,),
+                )
             )
     return problems
 
 
-def _max_attempts(history: History) -> list[str]:
+def _max_attempts(history: History) -> list[Problem]:
     limit = history.declared.max_attempts
-    if len(history.attempts) > limit:
-        return [f"{len(history.attempts)} attempts, more than max_attempts {limit}"]
+    made = len(history.attempts)
+    if made > limit:
+        extra = tuple(range(limit + 1, made + 1))
+        return [Problem(f"{made} attempts, more than max_attempts {limit}", (limit, *extra))]
     return []
 
 
-def _delays(history: History) -> list[str]:
+def _delays(history: History) -> list[Problem]:
     declared = history.declared
     problems = []
     carry = 0.0
@@ -156,15 +189,18 @@ def _delays(history: History) -> list[str]:
         if not lowest <= gap <= highest:
             held = f", the {prev.held_s:.2f} s it was held included" if prev.held_s > 0.05 else ""
             problems.append(
-                f"attempt {cur.number} arrived {gap:.2f} s after attempt {prev.number}; declared "
-                f"{declared.describe_delay(prev.number)} (allowed {max(0.0, lowest):.2f}–"
-                f"{highest:.2f} s{held})"
+                Problem(
+                    f"attempt {cur.number} arrived {gap:.2f} s after attempt {prev.number}; "
+                    f"declared {declared.describe_delay(prev.number)} (allowed "
+                    f"{max(0.0, lowest):.2f}–{highest:.2f} s{held})",
+                    (prev.number, cur.number),
+                )
             )
         carry = min(max(0.0, gap - high), prev.held_s) if declared.fixed else 0.0
     return problems
 
 
-def _retry_after(history: History) -> list[str]:
+def _retry_after(history: History) -> list[Problem]:
     problems = []
     for prev, cur in zip(history.attempts, history.attempts[1:], strict=False):
         if prev.retry_after_s is None or prev.ended is None:
@@ -172,13 +208,16 @@ def _retry_after(history: History) -> list[str]:
         waited = cur.arrived - prev.ended
         if waited < prev.retry_after_s - _RETRY_AFTER_TOLERANCE_S:
             problems.append(
-                f"attempt {cur.number} arrived {waited:.2f} s after the {prev.answer.status}, "
-                f"before its Retry-After of {prev.retry_after_s:.2f} s"
+                Problem(
+                    f"attempt {cur.number} arrived {waited:.2f} s after the "
+                    f"{prev.answer.status}, before its Retry-After of {prev.retry_after_s:.2f} s",
+                    (prev.number, cur.number),
+                )
             )
     return problems
 
 
-def _timeout_bounded(history: History) -> list[str]:
+def _timeout_bounded(history: History) -> list[Problem]:
     declared = history.declared
     bound = declared.timeout_s + declared.slack(declared.timeout_s)
     problems = []
@@ -187,20 +226,29 @@ def _timeout_bounded(history: History) -> list[str]:
             continue
         if not a.hung_up:
             problems.append(
-                f"the sender was still waiting on attempt {a.number} after {a.held_s:.2f} s "
-                f"(declared timeout {declared.timeout_s:g} s), so hookproof answered 503"
+                Problem(
+                    f"the sender was still waiting on attempt {a.number} after {a.held_s:.2f} s "
+                    f"(declared timeout {declared.timeout_s:g} s), so hookproof answered 503",
+                    (a.number,),
+                )
             )
         elif a.held_s > bound:
             problems.append(
-                f"the sender waited {a.held_s:.2f} s on attempt {a.number}, more than its "
-                f"declared timeout {declared.timeout_s:g} s plus slack"
+                Problem(
+                    f"the sender waited {a.held_s:.2f} s on attempt {a.number}, more than its "
+                    f"declared timeout {declared.timeout_s:g} s plus slack",
+                    (a.number,),
+                )
             )
     return problems
 
 
-def _one_in_flight(history: History) -> list[str]:
+def _one_in_flight(history: History) -> list[Problem]:
     return [
-        f"attempt {cur.number} arrived while attempt {prev.number} was still in flight"
+        Problem(
+            f"attempt {cur.number} arrived while attempt {prev.number} was still in flight",
+            (prev.number, cur.number),
+        )
         for prev, cur in zip(history.attempts, history.attempts[1:], strict=False)
         if prev.ended is not None and cur.arrived < prev.ended - _IN_FLIGHT_TOLERANCE_S
     ]

@@ -222,7 +222,15 @@ class SenderHarness:
         failures = []
         for expectation in scenario.expectations_of(Side.SENDER):
             problems = X_CHECKS[expectation.check](history)
-            failures += [Failure(expectation.describe(), p, reproduce) for p in problems]
+            failures += [
+                Failure(
+                    expectation.describe(),
+                    problem.observed,
+                    reproduce,
+                    evidence=tuple(n - 1 for n in problem.attempts),
+                )
+                for problem in problems
+            ]
         outcome = Outcome.FAILED if failures else Outcome.PASSED
         count = len(session.attempts)
         message = f"{count} attempt{'' if count == 1 else 's'}"

@@ -157,6 +157,30 @@ def test_an_independent_sender_passes_and_each_seeded_bug_is_caught(
         assert "attempt 1 at +0.000 s" in scenario["failures"][0]["reproduce"]
 
 
+def test_the_console_shows_the_attempts_a_failure_names_and_verbose_shows_all(
+    policy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reused timestamp shows up on attempt 3 (attempt 2 came too soon to tell it from the
+    timestamp's resolution): the default reproduction is attempts 1 and 3, --verbose all three."""
+    monkeypatch.setenv(
+        "BROKEN_SENDER_BUGS", json.dumps({"sender.timestamp-fresh": "reused-timestamp"})
+    )
+    shown = {}
+    for verbose in ((), ("--verbose",)):
+        code = _run(
+            "--trigger", SCRIPT, "--policy", str(policy), *FAST,
+            "--select", "sender.timestamp-fresh", *verbose,
+        )  # fmt: skip
+        assert code == 1
+        out = capsys.readouterr().out
+        assert "hookproof: 1 scenario judging the sender" in out
+        assert "attempt 3's timestamp is +0 s from attempt 1's" in out
+        reproduce = out.split("reproduce:", 1)[1].splitlines()[1:4]
+        shown[bool(verbose)] = [line.split(" at +")[0].strip() for line in reproduce]
+    assert shown[False] == ["attempt 1", "attempt 3", "(+1 more request: --verbose shows them)"]
+    assert shown[True] == ["attempt 1", "attempt 2", "attempt 3"]
+
+
 def test_a_failing_trigger_is_one_error_line_per_scenario(
     policy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -36,7 +36,7 @@ def _attempt(
 
 
 def _check(name: str, declared: Declared, *attempts: Attempt) -> list[str]:
-    return X_CHECKS[name](History(attempts, declared, True))
+    return [problem.observed for problem in X_CHECKS[name](History(attempts, declared, True))]
 
 
 def test_fixed_delays_within_slack_and_a_held_answer_compensated() -> None:
