@@ -8,7 +8,9 @@ counted against them); full-jitter gaps stay within their ceiling plus that hold
 timestamp is fresh when the difference between two attempts' signed timestamps matches the
 difference between their arrivals (within slack and the one-second resolution of the timestamp),
 so a skewed sender clock is no failure but a reused timestamp is; and every timestamp is within
-the maximum skew of arrival.
+the maximum skew of arrival. The event id and the timestamp are read on every attempt where the
+scheme carries them, whether its signature verifies or not: a signing bug fails the signature
+check only.
 """
 
 from __future__ import annotations
@@ -59,14 +61,14 @@ def _signature(history: History) -> list[Problem]:
 
 
 def _timestamp(history: History) -> list[Problem]:
-    stamped = [
-        (a, a.message.timestamp)
+    problems = [
+        Problem(f"attempt {a.number} carried no timestamp in integer seconds", (a.number,))
         for a in history.attempts
-        if a.message is not None and a.message.timestamp is not None
+        if a.timestamp is None
     ]
+    stamped = [(a, a.timestamp) for a in history.attempts if a.timestamp is not None]
     if not stamped:
-        return [Problem("no attempt carried a verifiable signed timestamp")]
-    problems = []
+        return problems
     first, first_ts = stamped[0]
     for a, ts in stamped[1:]:
         signed = ts - first_ts
@@ -96,20 +98,22 @@ def _timestamp(history: History) -> list[Problem]:
 
 
 def _event_id(history: History) -> list[Problem]:
-    verified = [a for a in history.attempts if a.message is not None]
-    if not verified:
-        return [Problem("no attempt verified, so no event id could be read")]
-    first = verified[0]
-    assert first.message is not None
-    return [
-        Problem(
-            f"attempt {a.number} carried event id {a.message.event_id!r}, attempt "
-            f"{first.number} {first.message.event_id!r}",
-            (first.number, a.number),
-        )
-        for a in verified[1:]
-        if a.message is not None and a.message.event_id != first.message.event_id
+    problems = [
+        Problem(f"attempt {a.number} carried no event id", (a.number,))
+        for a in history.attempts
+        if not a.event_id
     ]
+    carrying = [a for a in history.attempts if a.event_id]
+    problems += [
+        Problem(
+            f"attempt {a.number} carried event id {a.event_id!r}, attempt {carrying[0].number} "
+            f"{carrying[0].event_id!r}",
+            (carrying[0].number, a.number),
+        )
+        for a in carrying[1:]
+        if a.event_id != carrying[0].event_id
+    ]
+    return problems
 
 
 def _body(history: History) -> list[Problem]:
@@ -276,11 +280,9 @@ def timeline(attempts: Sequence[Attempt]) -> str:
     start = attempts[0].arrived
     lines = []
     for a in attempts:
-        if a.message is None:
-            signed = f"signature invalid ({a.verify_error})"
-        else:
-            stamp = "" if a.message.timestamp is None else f", timestamp {a.message.timestamp}"
-            signed = f"signature valid, event {a.message.event_id}{stamp}"
+        signed = "signature valid" if a.message else f"signature invalid ({a.verify_error})"
+        signed += f", event {a.event_id}" if a.event_id else ", no event id"
+        signed += "" if a.timestamp is None else f", timestamp {a.timestamp}"
         digest = hashlib.sha256(a.body).hexdigest()[:12]
         if a.answer.kind is Kind.HOLD:
             end = (

@@ -1,7 +1,9 @@
 """The scripted listener: a small HTTP/1.1 server on a real socket, one session per scenario URL.
 
 Every request to ``/s/{run_id}/{scenario_id}`` is an *attempt*: its arrival (monotonic and wall
-time), headers, exact body bytes and the scheme's verdict on its signature are recorded, then it
+time), headers, exact body bytes, the event id and timestamp it carries (read where the scheme
+keeps them, whether or not the signature verifies) and the scheme's verdict on its signature are
+recorded, then it
 is answered from the session's script — a status (with ``Retry-After`` in seconds or as an HTTP
 date), a response held until the sender hangs up (or, bounded, answered 503), or a reset (RST).
 Each connection carries one attempt and is closed after it (``Connection: close``), so when an
@@ -45,6 +47,11 @@ class Attempt:
     answer: Answer
     message: VerifiedMessage | None = None
     verify_error: str = ""
+    event_id: str = ""
+    """The event id where the scheme carries it, read without verifying (``""``: none)."""
+    timestamp: int | None = None
+    """The timestamp where the scheme carries it, read without verifying (``None``: none, or not
+    integer seconds)."""
     retry_after_s: float | None = None
     """The delay the announced ``Retry-After`` asked for, from when the answer was sent."""
     ended: float | None = None
@@ -141,8 +148,16 @@ class Listener:
     ) -> None:
         loop = asyncio.get_running_loop()
         answer = session.next_answer()
+        scheme = session.verifier.scheme
         attempt = Attempt(
-            len(session.attempts) + 1, loop.time(), time.time(), headers, body, answer
+            len(session.attempts) + 1,
+            loop.time(),
+            time.time(),
+            headers,
+            body,
+            answer,
+            event_id=scheme.event_id(headers, body),
+            timestamp=scheme.timestamp_of(headers),
         )
         try:
             attempt.message = session.verifier.verify(body, headers, now=attempt.arrived_wall)

@@ -192,6 +192,28 @@ def test_a_broken_node_sender_fails_the_scenarios_aimed_at_its_bug(
         assert SECRET not in failure["reproduce"] + failure["observed"]
 
 
+SIGNING_BUGS = ("raw-whsec-key", "reserialized-body")
+"""Variants that sign wrongly but keep a stable id and fresh timestamps on every attempt."""
+EACH_ATTEMPT = frozenset(
+    {"sender.signature-every-attempt", "sender.event-id-stable", "sender.timestamp-fresh"}
+)
+
+
+@pytest.mark.parametrize("bug", SIGNING_BUGS)
+def test_a_signing_bug_fails_the_signature_scenario_only(
+    fixed_sender: NodeSender, tmp_path: Path, bug: str
+) -> None:
+    """The id and the timestamp are read from every attempt's headers, verified or not: no
+    cascade of 'no attempt verified' failures hides that they were right."""
+    _, scenarios = fixed_sender.judge(bug, tmp_path / "report.json", select=EACH_ATTEMPT)
+    outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
+    assert outcomes == {
+        "sender.signature-every-attempt": "failed",
+        "sender.event-id-stable": "passed",
+        "sender.timestamp-fresh": "passed",
+    }, scenarios
+
+
 @pytest.mark.parametrize(
     ("bug", "jitter"),
     [

@@ -1,10 +1,16 @@
 """The sender checks as pure functions over recorded attempts: held answers compensated, jitter
 ceilings, timestamps judged by differences (a skewed clock passes, a reused timestamp fails), the
-maximum skew, Retry-After, in-flight overlap, the slack's default."""
+maximum skew, Retry-After, in-flight overlap, the slack's default; the event id and timestamp
+read from the raw headers of attempts whose signature does not verify."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
+import time
 from datetime import timedelta
+
+import httpx
 
 from conformance.sender_check.declared import Declared
 from conformance.sender_check.judging import X_CHECKS, History
@@ -29,7 +35,8 @@ def _attempt(
 ) -> Attempt:  # fmt: skip
     stamp = int(WALL + at if ts is None else ts)
     message = VerifiedMessage(event_id, b"{}", "standard", stamp)
-    attempt = Attempt(n, at, WALL + at, {}, b"{}", answer, message)
+    attempt = Attempt(n, at, WALL + at, {}, b"{}", answer, message, event_id=event_id)
+    attempt.timestamp = stamp
     attempt.ended = at + held
     attempt.hung_up = answer.kind is Kind.HOLD
     return attempt
@@ -64,6 +71,55 @@ def test_timestamps_by_differences_and_within_the_maximum_skew() -> None:
     assert "reused or stale" in _check("timestamp", FIXED, *reused)[0]
     far = [_attempt(1, 0, ts=WALL - 45)]
     assert "more than --max-skew 30 s" in _check("timestamp", FIXED, *far)[0]
+
+
+def test_the_listener_reads_id_and_timestamp_of_an_attempt_that_does_not_verify() -> None:
+    verifier = Verifier([Secret(SECRET)])
+    session = Session("sender.event-id-stable", (S503,), verifier, 2.0, 3)
+    stamp = int(time.time())
+    headers = verifier.sign(b"{}", event_id="msg_1", timestamp=stamp)
+    headers["webhook-signature"] = "v1," + base64.b64encode(bytes(32)).decode()  # a wrong key's
+
+    async def post_once() -> int:
+        listener = Listener()
+        await listener.start("127.0.0.1", 0)
+        try:
+            url = listener.open(session)
+            async with httpx.AsyncClient() as client:
+                return (await client.post(url, content=b"{}", headers=headers)).status_code
+        finally:
+            await listener.close()
+
+    assert asyncio.run(post_once()) == 503
+    (attempt,) = session.attempts
+    assert attempt.message is None
+    assert (attempt.event_id, attempt.timestamp) == ("msg_1", stamp)
+
+
+def _unverified(n: int, at: float, event_id: str, ts: float) -> Attempt:
+    attempt = _attempt(n, at, event_id=event_id, ts=ts)
+    attempt.message, attempt.verify_error = None, "no signature matches an active secret"
+    return attempt
+
+
+def test_a_signing_bug_fails_the_signature_check_only() -> None:
+    """The id and the timestamp are judged on attempts whose signature does not verify."""
+    stable = [_unverified(1, 0, "msg_1", WALL), _unverified(2, 3, "msg_1", WALL + 3)]
+    assert _check("signature", FIXED, *stable)
+    assert _check("event_id", FIXED, *stable) == []
+    assert _check("timestamp", FIXED, *stable) == []
+    changed = [stable[0], _unverified(3, 6, "msg_2", WALL)]
+    assert _check("event_id", FIXED, *changed) == [
+        "attempt 3 carried event id 'msg_2', attempt 1 'msg_1'"
+    ]
+    assert "reused or stale" in _check("timestamp", FIXED, *changed)[0]
+    no_id = _attempt(2, 3, event_id="")
+    assert _check("event_id", FIXED, _attempt(1, 0), no_id) == ["attempt 2 carried no event id"]
+    no_stamp = _attempt(2, 3)
+    no_stamp.timestamp = None
+    assert _check("timestamp", FIXED, _attempt(1, 0), no_stamp) == [
+        "attempt 2 carried no timestamp in integer seconds"
+    ]
 
 
 def test_event_id_retry_after_and_in_flight() -> None:
