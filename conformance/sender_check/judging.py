@@ -8,7 +8,9 @@ counted against them); full-jitter gaps stay within their ceiling plus that hold
 timestamp is fresh when the difference between two attempts' signed timestamps matches the
 difference between their arrivals (within slack and the one-second resolution of the timestamp),
 so a skewed sender clock is no failure but a reused timestamp is; and every timestamp is within
-the maximum skew of arrival. The event id and the timestamp are read on every attempt where the
+the maximum skew of arrival. Under full jitter, where any single wait may be 0 s, waits that are
+all below a small fraction of their ceilings on three or more gaps look like no backoff at all
+(:data:`NO_BACKOFF_FRACTION`). The event id and the timestamp are read on every attempt where the
 scheme carries them, whether its signature verifies or not: a signing bug fails the signature
 check only.
 """
@@ -24,11 +26,24 @@ from conformance.sender_check.listener import Attempt
 from conformance.sender_check.script import Kind
 from sender_sim.classify import Action
 
-__all__ = ["X_CHECKS", "History", "Problem", "timeline"]
+__all__ = [
+    "NO_BACKOFF_FRACTION",
+    "NO_BACKOFF_MIN_GAPS",
+    "X_CHECKS",
+    "History",
+    "Problem",
+    "timeline",
+]
 
 _RETRY_AFTER_TOLERANCE_S = 0.05
 _IN_FLIGHT_TOLERANCE_S = 0.01
 _TIMESTAMP_RESOLUTION_S = 1.0
+NO_BACKOFF_FRACTION = 0.03
+"""Under full jitter, waits all below this fraction of their ceilings look like no backoff: a
+correct sender's waits are uniform, so it does that on n gaps with probability 0.03^n (2.7e-5 for
+3 gaps; the three scenarios of three gaps together below 1e-4)."""
+NO_BACKOFF_MIN_GAPS = 3
+"""The fewest gaps the no-backoff check judges."""
 
 
 @dataclass(frozen=True)
@@ -179,6 +194,8 @@ def _delays(history: History) -> list[Problem]:
     declared = history.declared
     problems = []
     carry = 0.0
+    # Full jitter: each (previous, next, wait after the previous answer, ceiling).
+    waits: list[tuple[Attempt, Attempt, float, float]] = []
     for prev, cur in zip(history.attempts, history.attempts[1:], strict=False):
         if (
             prev.retry_after_s is not None
@@ -201,7 +218,35 @@ def _delays(history: History) -> list[Problem]:
                 )
             )
         carry = min(max(0.0, gap - high), prev.held_s) if declared.fixed else 0.0
-    return problems
+        if not declared.fixed and prev.answer.kind is not Kind.HOLD and prev.ended is not None:
+            waits.append((prev, cur, cur.arrived - prev.ended, high))
+    return problems + _no_backoff(waits)
+
+
+def _no_backoff(waits: Sequence[tuple[Attempt, Attempt, float, float]]) -> list[Problem]:
+    """Full jitter allows any wait in ``[0, ceiling]``, so one short wait proves nothing; but a
+    correct sender waits below ``NO_BACKOFF_FRACTION`` of *every* ceiling of
+    ``NO_BACKOFF_MIN_GAPS`` or more gaps with probability at most ``NO_BACKOFF_FRACTION ** 3``.
+    The wait is counted from when the previous answer was sent (a held attempt is left out: a
+    sender may schedule from its start, so its wait is no evidence)."""
+    if len(waits) < NO_BACKOFF_MIN_GAPS:
+        return []
+    if any(wait >= NO_BACKOFF_FRACTION * ceiling for _, _, wait, ceiling in waits):
+        return []
+    shown = ", ".join(f"{wait:.3f}" for _, _, wait, _ in waits)
+    ceilings = ", ".join(f"{ceiling:g}" for _, _, _, ceiling in waits)
+    chance = NO_BACKOFF_FRACTION ** len(waits)
+    numbers = sorted({a.number for prev, cur, _, _ in waits for a in (prev, cur)})
+    return [
+        Problem(
+            f"the gaps look like no backoff at all: after attempts "
+            f"{', '.join(str(prev.number) for prev, _, _, _ in waits)} the sender waited "
+            f"{shown} s, each below {NO_BACKOFF_FRACTION:.0%} of its full-jitter ceiling "
+            f"({ceilings} s); a correct full-jitter sender does that with probability "
+            f"{chance:.1e}",
+            tuple(numbers),
+        )
+    ]
 
 
 def _retry_after(history: History) -> list[Problem]:

@@ -7,13 +7,21 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import random
 import time
 from datetime import timedelta
 
 import httpx
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from conformance.sender_check.declared import Declared
-from conformance.sender_check.judging import X_CHECKS, History
+from conformance.sender_check.judging import (
+    NO_BACKOFF_FRACTION,
+    NO_BACKOFF_MIN_GAPS,
+    X_CHECKS,
+    History,
+)
 from conformance.sender_check.listener import Attempt, Listener, Session
 from conformance.sender_check.runner import SenderHarness
 from conformance.sender_check.script import Answer, Kind
@@ -62,6 +70,59 @@ def test_full_jitter_gaps_stay_under_their_ceiling_plus_slack() -> None:
         "attempt 2 arrived 1.60 s after attempt 1; declared full jitter in [0, 1] s "
         "(allowed 0.00–1.50 s)"
     ]
+
+
+def _jittered(*waits: float, answer: Answer = S503) -> list[Attempt]:
+    """Attempts answered at once (``answer``), each next one ``waits[i]`` s after the last."""
+    attempts, at = [_attempt(1, 0.0, answer=answer)], 0.0
+    for number, wait in enumerate(waits, start=2):
+        at += wait
+        attempts.append(_attempt(number, at, answer=answer))
+    return attempts
+
+
+NO_BACKOFF = "the gaps look like no backoff at all"
+
+
+def test_full_jitter_waits_all_far_below_their_ceilings_look_like_no_backoff() -> None:
+    """Each wait alone fits [0, ceiling]; all of three or more near 0 s is no backoff."""
+    instant = _check("delays", JITTER, *_jittered(0.001, 0.002, 0.001))
+    assert len(instant) == 1
+    assert instant[0].startswith(NO_BACKOFF + ": after attempts 1, 2, 3 the sender waited ")
+    assert "each below 3% of its full-jitter ceiling (1, 2, 4 s)" in instant[0]
+    assert "probability 2.7e-05" in instant[0]
+    assert _check("delays", JITTER, *_jittered(0.001, 0.002)) == []  # two gaps: too few
+    assert _check("delays", JITTER, *_jittered(0.001, 0.07, 0.001)) == []  # 3.5 % of 2 s
+    held = _jittered(0.001, 0.001, 0.001, answer=HOLD)
+    assert _check("delays", JITTER, *held) == []  # a held attempt's wait is no evidence
+    assert _check("delays", FIXED, *_jittered(0.001, 0.001, 0.001))  # fixed: judged as before
+
+
+def _no_backoff_judged(ratios: list[float]) -> bool:
+    """Whether the delays check calls waits of ``ratios`` × their ceilings no backoff."""
+    ceilings = [JITTER.delay_bounds(made)[1] for made in range(1, len(ratios) + 1)]
+    attempts = _jittered(*(r * c for r, c in zip(ratios, ceilings, strict=True)))
+    return any(p.startswith(NO_BACKOFF) for p in _check("delays", JITTER, *attempts))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.floats(0.0, 1.0), min_size=1, max_size=7))
+def test_no_backoff_exactly_when_every_one_of_three_or_more_waits_is_below_the_fraction(
+    ratios: list[float],
+) -> None:
+    assume(all(abs(r - NO_BACKOFF_FRACTION) > 1e-9 for r in ratios))  # float rounding
+    expected = len(ratios) >= NO_BACKOFF_MIN_GAPS and max(ratios) < NO_BACKOFF_FRACTION
+    assert _no_backoff_judged(ratios) is expected
+
+
+def test_a_correct_full_jitter_sender_is_almost_never_called_no_backoff() -> None:
+    """A seeded simulation of correct full-jitter schedules (uniform waits below each ceiling,
+    as ``FullJitter.next_at`` draws them): false alarms stay below 1e-4 of the scenarios."""
+    assert NO_BACKOFF_FRACTION**NO_BACKOFF_MIN_GAPS * 3 < 1e-4  # three scenarios of 3 gaps
+    rng = random.Random(20_260_601)
+    runs = 100_000
+    alarms = sum(_no_backoff_judged([rng.random() for _ in range(3)]) for _ in range(runs))
+    assert alarms <= 1e-4 * runs, alarms
 
 
 def test_timestamps_by_differences_and_within_the_maximum_skew() -> None:
