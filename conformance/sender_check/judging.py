@@ -53,15 +53,22 @@ class History:
     attempts: Sequence[Attempt]
     declared: Declared
     uses_timestamp: bool
+    followed: Sequence[Attempt] = ()
+    """Requests that followed a redirect to its ``Location`` (no attempts)."""
+
+    def recorded(self) -> list[Attempt]:
+        """Every request, attempts and followed redirects, in order of arrival."""
+        return sorted([*self.attempts, *self.followed], key=lambda request: request.arrived)
 
 
 @dataclass(frozen=True)
 class Problem:
-    """One thing a check observed wrong, and the attempts (their numbers) that show it: the
-    lines of the timeline the console shows without ``--verbose``."""
+    """One thing a check observed wrong, and the requests that show it (attempts, or requests
+    that followed a redirect): the lines of the timeline the console shows without
+    ``--verbose``."""
 
     observed: str
-    attempts: tuple[int, ...] = ()
+    shows: tuple[Attempt, ...] = ()
 
 
 Check = Callable[[History], list[Problem]]
@@ -69,7 +76,7 @@ Check = Callable[[History], list[Problem]]
 
 def _signature(history: History) -> list[Problem]:
     return [
-        Problem(f"attempt {a.number}'s signature does not verify: {a.verify_error}", (a.number,))
+        Problem(f"attempt {a.number}'s signature does not verify: {a.verify_error}", (a,))
         for a in history.attempts
         if a.message is None
     ]
@@ -77,7 +84,7 @@ def _signature(history: History) -> list[Problem]:
 
 def _timestamp(history: History) -> list[Problem]:
     problems = [
-        Problem(f"attempt {a.number} carried no timestamp in integer seconds", (a.number,))
+        Problem(f"attempt {a.number} carried no timestamp in integer seconds", (a,))
         for a in history.attempts
         if a.timestamp is None
     ]
@@ -95,7 +102,7 @@ def _timestamp(history: History) -> list[Problem]:
                     f"attempt {a.number}'s timestamp is {signed:+d} s from attempt "
                     f"{first.number}'s, but it arrived {arrived:.2f} s later (a reused or stale "
                     "timestamp)",
-                    (first.number, a.number),
+                    (first, a),
                 )
             )
     skew = history.declared.max_skew_s + _TIMESTAMP_RESOLUTION_S
@@ -106,7 +113,7 @@ def _timestamp(history: History) -> list[Problem]:
                 Problem(
                     f"attempt {a.number}'s timestamp is {off:+.1f} s from its arrival "
                     f"(more than --max-skew {history.declared.max_skew_s:g} s)",
-                    (a.number,),
+                    (a,),
                 )
             )
     return problems
@@ -114,7 +121,7 @@ def _timestamp(history: History) -> list[Problem]:
 
 def _event_id(history: History) -> list[Problem]:
     problems = [
-        Problem(f"attempt {a.number} carried no event id", (a.number,))
+        Problem(f"attempt {a.number} carried no event id", (a,))
         for a in history.attempts
         if not a.event_id
     ]
@@ -123,7 +130,7 @@ def _event_id(history: History) -> list[Problem]:
         Problem(
             f"attempt {a.number} carried event id {a.event_id!r}, attempt {carrying[0].number} "
             f"{carrying[0].event_id!r}",
-            (carrying[0].number, a.number),
+            (carrying[0], a),
         )
         for a in carrying[1:]
         if a.event_id != carrying[0].event_id
@@ -144,7 +151,7 @@ def _body(history: History) -> list[Problem]:
                 Problem(
                     f"attempt {a.number}'s body differs from attempt 1's ({len(a.body)} vs "
                     f"{len(first.body)} bytes, first difference at byte {at})",
-                    (first.number, a.number),
+                    (first, a),
                 )
             )
     return problems
@@ -157,7 +164,7 @@ def _follows_policy(history: History) -> list[Problem]:
         verdict = declared.verdict(a.answer.outcome())
         later = a.number < len(attempts)
         said = a.answer.describe()
-        both = (a.number, a.number + 1)
+        both = (a, *attempts[a.number : a.number + 1])
         if verdict.action is Action.DELIVERED and later:
             problems.append(
                 Problem(f"attempt {a.number + 1} arrived after attempt {a.number} got {said}", both)
@@ -175,7 +182,7 @@ def _follows_policy(history: History) -> list[Problem]:
                 Problem(
                     f"no retry after attempt {a.number} got {said}, which the declared policy "
                     f"retries ({a.number} of {declared.max_attempts} attempts made)",
-                    (a.number,),
+                    (a,),
                 )
             )
     return problems
@@ -185,8 +192,8 @@ def _max_attempts(history: History) -> list[Problem]:
     limit = history.declared.max_attempts
     made = len(history.attempts)
     if made > limit:
-        extra = tuple(range(limit + 1, made + 1))
-        return [Problem(f"{made} attempts, more than max_attempts {limit}", (limit, *extra))]
+        beyond = tuple(history.attempts[limit - 1 :])
+        return [Problem(f"{made} attempts, more than max_attempts {limit}", beyond)]
     return []
 
 
@@ -214,7 +221,7 @@ def _delays(history: History) -> list[Problem]:
                     f"attempt {cur.number} arrived {gap:.2f} s after attempt {prev.number}; "
                     f"declared {declared.describe_delay(prev.number)} (allowed "
                     f"{max(0.0, lowest):.2f}–{highest:.2f} s{held})",
-                    (prev.number, cur.number),
+                    (prev, cur),
                 )
             )
         carry = min(max(0.0, gap - high), prev.held_s) if declared.fixed else 0.0
@@ -236,7 +243,9 @@ def _no_backoff(waits: Sequence[tuple[Attempt, Attempt, float, float]]) -> list[
     shown = ", ".join(f"{wait:.3f}" for _, _, wait, _ in waits)
     ceilings = ", ".join(f"{ceiling:g}" for _, _, _, ceiling in waits)
     chance = NO_BACKOFF_FRACTION ** len(waits)
-    numbers = sorted({a.number for prev, cur, _, _ in waits for a in (prev, cur)})
+    shows: list[Attempt] = []
+    for prev, cur, _, _ in waits:
+        shows += [a for a in (prev, cur) if not any(a is seen for seen in shows)]
     return [
         Problem(
             f"the gaps look like no backoff at all: after attempts "
@@ -244,7 +253,7 @@ def _no_backoff(waits: Sequence[tuple[Attempt, Attempt, float, float]]) -> list[
             f"{shown} s, each below {NO_BACKOFF_FRACTION:.0%} of its full-jitter ceiling "
             f"({ceilings} s); a correct full-jitter sender does that with probability "
             f"{chance:.1e}",
-            tuple(numbers),
+            tuple(shows),
         )
     ]
 
@@ -260,7 +269,7 @@ def _retry_after(history: History) -> list[Problem]:
                 Problem(
                     f"attempt {cur.number} arrived {waited:.2f} s after the "
                     f"{prev.answer.status}, before its Retry-After of {prev.retry_after_s:.2f} s",
-                    (prev.number, cur.number),
+                    (prev, cur),
                 )
             )
     return problems
@@ -278,7 +287,7 @@ def _timeout_bounded(history: History) -> list[Problem]:
                 Problem(
                     f"the sender was still waiting on attempt {a.number} after {a.held_s:.2f} s "
                     f"(declared timeout {declared.timeout_s:g} s), so hookproof answered 503",
-                    (a.number,),
+                    (a,),
                 )
             )
         elif a.held_s > bound:
@@ -286,7 +295,7 @@ def _timeout_bounded(history: History) -> list[Problem]:
                 Problem(
                     f"the sender waited {a.held_s:.2f} s on attempt {a.number}, more than its "
                     f"declared timeout {declared.timeout_s:g} s plus slack",
-                    (a.number,),
+                    (a,),
                 )
             )
     return problems
@@ -296,11 +305,26 @@ def _one_in_flight(history: History) -> list[Problem]:
     return [
         Problem(
             f"attempt {cur.number} arrived while attempt {prev.number} was still in flight",
-            (prev.number, cur.number),
+            (prev, cur),
         )
         for prev, cur in zip(history.attempts, history.attempts[1:], strict=False)
         if prev.ended is not None and cur.arrived < prev.ended - _IN_FLIGHT_TOLERANCE_S
     ]
+
+
+def _redirect_not_followed(history: History) -> list[Problem]:
+    problems = []
+    for request in history.followed:
+        source = history.attempts[request.number - 1]
+        problems.append(
+            Problem(
+                f"the sender followed attempt {source.number}'s {source.answer.status} to its "
+                f"Location: a request arrived at {request.followed} "
+                f"{request.arrived - source.arrived:.2f} s after the attempt",
+                (source, request),
+            )
+        )
+    return problems
 
 
 X_CHECKS: Mapping[str, Check] = {
@@ -314,17 +338,19 @@ X_CHECKS: Mapping[str, Check] = {
     "retry_after": _retry_after,
     "timeout_bounded": _timeout_bounded,
     "one_in_flight": _one_in_flight,
+    "redirect_not_followed": _redirect_not_followed,
 }
 """Every check a ``sender.*`` expectation may name."""
 
 
-def timeline(attempts: Sequence[Attempt]) -> str:
-    """The recorded attempts, one line each: the reproduction of a failure."""
-    if not attempts:
+def timeline(requests: Sequence[Attempt]) -> str:
+    """The recorded requests (:meth:`History.recorded`), one line each: the reproduction of a
+    failure."""
+    if not requests:
         return "no attempt arrived"
-    start = attempts[0].arrived
+    start = requests[0].arrived
     lines = []
-    for a in attempts:
+    for a in requests:
         signed = "signature valid" if a.message else f"signature invalid ({a.verify_error})"
         signed += f", event {a.event_id}" if a.event_id else ", no event id"
         signed += "" if a.timestamp is None else f", timestamp {a.timestamp}"
@@ -339,8 +365,9 @@ def timeline(attempts: Sequence[Attempt]) -> str:
             end = f"answered {a.answer.describe()}"
             if a.retry_after_s is not None:
                 end += f" ({a.retry_after_s:.2f} s)"
+        what = f"redirect of attempt {a.number} followed to {a.followed}" if a.followed else ""
         lines.append(
-            f"attempt {a.number} at +{a.arrived - start:.3f} s: {signed}, body {len(a.body)} "
-            f"bytes sha256:{digest}; {end}"
+            f"{what or f'attempt {a.number}'} at +{a.arrived - start:.3f} s: {signed}, body "
+            f"{len(a.body)} bytes sha256:{digest}; {end}"
         )
     return "\n".join(lines)

@@ -51,6 +51,10 @@ AIMED = {
     "sender.retry-timeout": ("no-timeout", "still waiting on attempt 1"),
     "sender.schedule-delays": ("fast-retries", "declared 1 s"),
     "sender.one-in-flight": ("overlapping-retries", "still in flight"),
+    "sender.redirect-not-followed": (
+        "follows-redirects",
+        "followed attempt 1's 307 to its Location",
+    ),
 }
 """Each seeded bug of the independent sender, the scenario aimed at it, and what it must say."""
 

@@ -21,6 +21,7 @@ from conformance.sender_check.judging import (
     NO_BACKOFF_MIN_GAPS,
     X_CHECKS,
     History,
+    timeline,
 )
 from conformance.sender_check.listener import Attempt, Listener, Session
 from conformance.sender_check.runner import SenderHarness
@@ -192,6 +193,31 @@ def test_event_id_retry_after_and_in_flight() -> None:
     open_one = _attempt(1, 0, answer=HOLD, held=2.0)
     assert _check("one_in_flight", FIXED, open_one, _attempt(2, 1.0))
     assert _check("one_in_flight", FIXED, open_one, _attempt(2, 2.0)) == []
+
+
+def test_a_request_to_a_redirects_location_fails_and_the_3xx_is_judged_by_the_policy() -> None:
+    moved = _attempt(1, 0, answer=Answer(Kind.STATUS, 307, location="moved"))
+    followed = _attempt(1, 0.004, answer=Answer(Kind.STATUS, 200))
+    followed.followed = "/s/run/sender.redirect-not-followed/moved"
+    history = History((moved,), FIXED, True, (followed,))
+    (problem,) = X_CHECKS["redirect_not_followed"](history)
+    assert problem.observed == (
+        "the sender followed attempt 1's 307 to its Location: a request arrived at "
+        "/s/run/sender.redirect-not-followed/moved 0.00 s after the attempt"
+    )
+    assert problem.shows[0] is moved
+    assert problem.shows[1] is followed
+    second = timeline(history.recorded()).splitlines()[1]
+    assert second.startswith(
+        "redirect of attempt 1 followed to /s/run/sender.redirect-not-followed/"
+    )
+    assert X_CHECKS["redirect_not_followed"](History((moved,), FIXED, True)) == []
+    assert _check("follows_policy", FIXED, moved) == []  # the strict lists stop on 3xx
+    ok = Answer(Kind.STATUS, 200)
+    assert _check("follows_policy", FIXED, moved, _attempt(2, 2, answer=ok)) == [
+        "attempt 2 arrived after attempt 1 got 307 with a Location, which the declared policy "
+        "stops on"
+    ]
 
 
 def test_follows_policy_and_the_slack_default() -> None:
