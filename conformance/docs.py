@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from conformance.catalogue import FAMILIES
-from conformance.model import SCHEMES, Harness, Scenario, Side
+from conformance.model import SCHEMES, Expectation, Harness, Scenario, Side
 
 __all__ = ["catalogue_markdown", "scenario_records"]
 
@@ -109,6 +109,12 @@ def _scenario_section(s: Scenario) -> list[str]:
         chosen = s.expectations_of(side)
         if chosen:
             lines += ["", f"{words}:", ""]
-            lines += [f"- {e.describe()} (`{e.check}`)" for e in chosen]
+            lines += [f"- {e.describe()} (`{e.check}`{_graded(e)})" for e in chosen]
     lines.append("")
     return lines
+
+
+def _graded(expectation: Expectation) -> str:
+    """``, graded should`` for an expectation that grades its own failures."""
+    severity = expectation.args.get("severity")
+    return f", graded `{severity}`" if severity else ""

@@ -30,6 +30,9 @@ class Failure:
     """How much it matters; ``None`` until the harness grades it (the scenario's severity)."""
     cause: str = ""
     """The likely cause's key in :data:`conformance.causes.CAUSES` (empty: the scenario's own)."""
+    evidence: tuple[int, ...] = ()
+    """The lines of ``reproduce`` (0-based, blank lines not counted) that carry the evidence:
+    what the console shows without ``--verbose``. Empty: the first line."""
 
 
 @dataclass(frozen=True)

@@ -65,3 +65,13 @@ def test_every_command_with_a_secret_reads_it_the_same_way() -> None:
     assert {(o.name, o.multiple, o.envvar, o.help) for o in secrets} == {
         (secrets[0].name, True, "HOOKPROOF_SECRET", secrets[0].help)
     }
+
+
+def test_every_command_showing_reproductions_has_the_same_verbose_flag() -> None:
+    """check, replay and check-sender print failures' reproductions: ``--verbose``/``-v`` shows
+    all of them, declared once (``verbose_option``)."""
+    verbose = {n: o for n, c in COMMANDS_BY_NAME.items() if (o := _option(c, "--verbose"))}
+    assert sorted(verbose) == ["check", "check-sender", "replay"]
+    assert {(tuple(o.opts), o.is_flag, o.default) for o in verbose.values()} == {
+        (("--verbose", "-v"), True, None)
+    }

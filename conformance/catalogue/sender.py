@@ -3,10 +3,12 @@ every attempt (valid signature, fresh timestamp, stable event id, byte-identical
 exactly as the policy it declares says (`hookproof check-sender`, see docs/check-sender.md).
 
 Each scenario's steps are the scripted answers of hookproof's listener, in order (the last one
-repeats): ``answer`` a status (optionally with ``Retry-After`` in seconds or as an HTTP date),
-``hold`` the response past the declared timeout, ``reset`` the connection. Its expectations name
-the checks of :data:`conformance.sender_check.judging.X_CHECKS`, judged from the recorded attempt
-arrivals. Every scenario with more than one attempt also judges its delays.
+repeats): ``answer`` a status (optionally with ``Retry-After`` in seconds or as an HTTP date, or
+with a ``Location`` on hookproof's own listener), ``hold`` the response past the declared timeout,
+``reset`` the connection. Its expectations name the checks of
+:data:`conformance.sender_check.judging.X_CHECKS`, judged from the recorded attempt arrivals; an
+expectation with a ``severity`` argument grades its own failures (else the scenario's severity
+does). Every scenario with more than one attempt also judges its delays.
 """
 
 from __future__ import annotations
@@ -215,6 +217,21 @@ SCENARIOS: tuple[Scenario, ...] = (
         "A delivery that is never acknowledged gets at most max_attempts attempts, then stops.",
         (answer(503),),
         _x("max_attempts", "no more than max_attempts attempts"),
+        POLICY,
+        DELAYS,
+    ),
+    _scenario(
+        "redirect-not-followed",
+        "A redirect is not followed",
+        "A 307 with a Location is a failed attempt, not a new address: the sender sends nothing to "
+        "the Location (Standard Webhooks counts a 3xx as a failure and recommends updating the "
+        "URL instead), then retries or stops as its policy classifies 3xx.",
+        (answer(307, location="moved"), answer(200)),
+        _x(
+            "redirect_not_followed",
+            "no request to the Location of the 307",
+            severity=Severity.SHOULD.value,
+        ),
         POLICY,
         DELAYS,
     ),

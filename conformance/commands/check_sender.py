@@ -17,7 +17,7 @@ from conformance.interrupts import run_interruptibly
 from conformance.reporters import ConsoleReporter, Reporter
 from conformance.sender_check import SenderCheckSettings, run_sender_check
 from receiver.commands.console import make_console
-from receiver.commands.options import scheme_option, secret_option, seed_option
+from receiver.commands.options import scheme_option, secret_option, seed_option, verbose_option
 from sender_sim.commands.support import split_secrets
 
 __all__ = ["check_sender_command", "run_check_sender"]
@@ -31,10 +31,12 @@ def run_check_sender(
     json_path: str | None = None,
     junit_path: str | None = None,
     ndjson_path: str | None = None,
+    verbose: bool = False,
 ) -> int:
-    """Run the sender check with the console and file reporters; the exit status."""
+    """Run the sender check with the console and file reporters; the exit status. Without
+    ``verbose`` the console shows, of each failure's timeline, the attempts it names."""
     reporters: list[Reporter] = [
-        ConsoleReporter(),
+        ConsoleReporter(verbose=verbose),
         *file_reporters(json=json_path, junit=junit_path, ndjson=ndjson_path),
     ]
     out = make_console()
@@ -116,6 +118,7 @@ def run_check_sender(
 @click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
 @click.option("--ndjson", "ndjson_path", default=None, metavar="FILE", help="Write NDJSON events.")
 @seed_option(draws="the run (recorded in the reports; check-sender draws nothing at random)")
+@verbose_option(shows="every attempt of a failure's timeline, not only those it names")
 def check_sender_command(
     secrets: tuple[str, ...],
     scheme: str,
@@ -135,6 +138,7 @@ def check_sender_command(
     junit_path: str | None,
     ndjson_path: str | None,
     seed: int,
+    verbose: bool | None,
 ) -> int:
     """Judge a real webhook sender against the retry policy it declares."""
     settings = SenderCheckSettings(
@@ -155,5 +159,9 @@ def check_sender_command(
         seed=seed,
     )
     return run_check_sender(
-        settings, json_path=json_path, junit_path=junit_path, ndjson_path=ndjson_path
+        settings,
+        json_path=json_path,
+        junit_path=junit_path,
+        ndjson_path=ndjson_path,
+        verbose=bool(verbose),
     )

@@ -83,8 +83,8 @@ class ConsoleReporter:
                 return
             if event.scenarios and all(Harness.X in s.tags for s in event.scenarios):
                 self._echo(
-                    f"hookproof: {len(event.scenarios)} scenarios judging the sender that delivers "
-                    f"to {event.target}/… ({event.scheme} scheme, seed {event.seed})"
+                    f"hookproof: {counted(len(event.scenarios), 'scenario')} judging the sender "
+                    f"that delivers to {event.target}/… ({event.scheme} scheme, seed {event.seed})"
                 )
                 return
             probe = (

@@ -47,7 +47,7 @@ def demo_sender_settings(
         policy=str(policy),
         slack=0.75,
         quiet_period=1.5,
-        jobs=18,
+        jobs=20,
         max_time=120.0,
         select=select,
         seed=seed,

@@ -1,13 +1,16 @@
 """The scripted listener: a small HTTP/1.1 server on a real socket, one session per scenario URL.
 
 Every request to ``/s/{run_id}/{scenario_id}`` is an *attempt*: its arrival (monotonic and wall
-time), headers, exact body bytes and the scheme's verdict on its signature are recorded, then it
-is answered from the session's script — a status (with ``Retry-After`` in seconds or as an HTTP
-date), a response held until the sender hangs up (or, bounded, answered 503), or a reset (RST).
-Each connection carries one attempt and is closed after it (``Connection: close``), so when an
-attempt *ended* (answered, reset, or the sender hung up) is known. Anything else is answered 404
-and recorded nowhere. The clocks are ``loop.time()`` for gaps and ``time.time()`` for comparing
-with signed timestamps.
+time), headers, exact body bytes, the event id and timestamp it carries (read where the scheme
+keeps them, whether or not the signature verifies) and the scheme's verdict on its signature are
+recorded, then it is answered from the session's script — a status (with ``Retry-After`` in
+seconds or as an HTTP date, or with a ``Location``), a response held until the sender hangs up
+(or, bounded, answered 503), or a reset (RST). Each connection carries one attempt and is closed
+after it (``Connection: close``), so when an attempt *ended* (answered, reset, or the sender hung
+up) is known. A redirect's ``Location`` is ``/s/{run_id}/{scenario_id}/{name}``: a request there
+is no attempt but a *followed* redirect, recorded the same way and answered 200. Anything else is
+answered 404 and recorded nowhere. The clocks are ``loop.time()`` for gaps and ``time.time()``
+for comparing with signed timestamps.
 """
 
 from __future__ import annotations
@@ -45,11 +48,19 @@ class Attempt:
     answer: Answer
     message: VerifiedMessage | None = None
     verify_error: str = ""
+    event_id: str = ""
+    """The event id where the scheme carries it, read without verifying (``""``: none)."""
+    timestamp: int | None = None
+    """The timestamp where the scheme carries it, read without verifying (``None``: none, or not
+    integer seconds)."""
     retry_after_s: float | None = None
     """The delay the announced ``Retry-After`` asked for, from when the answer was sent."""
     ended: float | None = None
     hung_up: bool = False
     """The sender closed the connection before any answer (a held attempt it gave up on)."""
+    followed: str = ""
+    """Set on a request to a redirect's ``Location`` (not an attempt): the path it went to;
+    ``number`` is then the attempt whose redirect it followed."""
 
     @property
     def held_s(self) -> float:
@@ -67,6 +78,8 @@ class Session:
     hold_s: float
     retry_after_s: int
     attempts: list[Attempt] = field(default_factory=list)
+    followed: list[Attempt] = field(default_factory=list)
+    """Requests to the ``Location`` of a redirect this session answered."""
     changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def next_answer(self) -> Answer:
@@ -74,7 +87,12 @@ class Session:
 
     @property
     def in_flight(self) -> bool:
-        return any(a.ended is None for a in self.attempts)
+        return any(a.ended is None for a in (*self.attempts, *self.followed))
+
+    @property
+    def locations(self) -> frozenset[str]:
+        """The names of the redirect targets the script announces."""
+        return frozenset(a.location for a in self.script if a.location)
 
 
 class Listener:
@@ -120,16 +138,65 @@ class Listener:
             if request is None:
                 return
             path, headers, body = request
-            session = self._sessions.get(path.split("?", 1)[0])
-            if session is None:
-                await _respond(writer, 404)
+            path = path.split("?", 1)[0]
+            session = self._sessions.get(path)
+            if session is not None:
+                await self._attempt(session, headers, body, reader, writer)
                 return
-            await self._attempt(session, headers, body, reader, writer)
+            owner_path, _, name = path.rpartition("/")
+            owner = self._sessions.get(owner_path)
+            if owner is not None and name in owner.locations:
+                await self._followed(owner, path, headers, body, writer)
+                return
+            await _respond(writer, 404)
         except (TimeoutError, ConnectionError, asyncio.IncompleteReadError, ValueError):
             return
         finally:
             with contextlib.suppress(Exception):
                 writer.close()
+
+    def _record(
+        self, session: Session, number: int, headers: dict[str, str], body: bytes, answer: Answer
+    ) -> Attempt:
+        """A request as it arrived: the id and timestamp where the scheme carries them, and the
+        scheme's verdict on its signature."""
+        scheme = session.verifier.scheme
+        request = Attempt(
+            number,
+            asyncio.get_running_loop().time(),
+            time.time(),
+            headers,
+            body,
+            answer,
+            event_id=scheme.event_id(headers, body),
+            timestamp=scheme.timestamp_of(headers),
+        )
+        try:
+            request.message = session.verifier.verify(body, headers, now=request.arrived_wall)
+        except VerificationError as error:
+            request.verify_error = str(error) or error.__class__.__name__
+        return request
+
+    async def _followed(
+        self,
+        session: Session,
+        path: str,
+        headers: dict[str, str],
+        body: bytes,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        """A request to a redirect's Location: recorded, answered 200."""
+        redirected = [a for a in session.attempts if a.answer.location]
+        number = redirected[-1].number if redirected else 0
+        request = self._record(session, number, headers, body, Answer(Kind.STATUS, 200))
+        request.followed = path
+        session.followed.append(request)
+        session.changed.set()
+        try:
+            await _respond(writer, 200)
+        finally:
+            request.ended = asyncio.get_running_loop().time()
+            session.changed.set()
 
     async def _attempt(
         self,
@@ -141,13 +208,7 @@ class Listener:
     ) -> None:
         loop = asyncio.get_running_loop()
         answer = session.next_answer()
-        attempt = Attempt(
-            len(session.attempts) + 1, loop.time(), time.time(), headers, body, answer
-        )
-        try:
-            attempt.message = session.verifier.verify(body, headers, now=attempt.arrived_wall)
-        except VerificationError as error:
-            attempt.verify_error = str(error) or error.__class__.__name__
+        attempt = self._record(session, len(session.attempts) + 1, headers, body, answer)
         session.attempts.append(attempt)
         session.changed.set()
         try:
@@ -166,6 +227,10 @@ class Listener:
                     at = int(time.time()) + session.retry_after_s + 1
                     extra["Retry-After"] = formatdate(at, usegmt=True)
                     attempt.retry_after_s = at - time.time()
+                if answer.location:
+                    extra["Location"] = (
+                        f"{self.base_url}{self.path_of(session.scenario_id)}/{answer.location}"
+                    )
                 await _respond(writer, answer.status, extra)
         finally:
             attempt.ended = loop.time()

@@ -32,7 +32,7 @@ from conformance.events import (
     ScenarioStarted,
 )
 from conformance.exceptions import UsageError
-from conformance.model import Harness, Scenario, Side
+from conformance.model import Harness, Scenario, Severity, Side
 from conformance.reporters import Reporter
 from conformance.results import Failure, Outcome, ScenarioResult, Summary
 from conformance.sender_check.declared import Declared, resolve_policy
@@ -216,13 +216,31 @@ class SenderHarness:
 
     def _judge(self, scenario: Scenario, session: Session, duration: float) -> ScenarioResult:
         history = History(
-            tuple(session.attempts), self.declared, self.verifier.scheme.uses_timestamp
+            tuple(session.attempts),
+            self.declared,
+            self.verifier.scheme.uses_timestamp,
+            tuple(session.followed),
         )
-        reproduce = timeline(history.attempts)
+        requests = history.recorded()
+        reproduce = timeline(requests)
         failures = []
         for expectation in scenario.expectations_of(Side.SENDER):
+            graded = expectation.args.get("severity")
             problems = X_CHECKS[expectation.check](history)
-            failures += [Failure(expectation.describe(), p, reproduce) for p in problems]
+            failures += [
+                Failure(
+                    expectation.describe(),
+                    problem.observed,
+                    reproduce,
+                    None if graded is None else Severity(graded),
+                    evidence=tuple(
+                        line
+                        for line, request in enumerate(requests)
+                        if any(request is shown for shown in problem.shows)
+                    ),
+                )
+                for problem in problems
+            ]
         outcome = Outcome.FAILED if failures else Outcome.PASSED
         count = len(session.attempts)
         message = f"{count} attempt{'' if count == 1 else 's'}"

@@ -1,6 +1,8 @@
 """The scripted answers of a ``sender.*`` scenario: its steps, in order, the last one repeating.
 
-``answer(status=…, retry_after="seconds"|"date")`` answers that status; ``hold`` keeps the
+``answer(status=…, retry_after="seconds"|"date", location=NAME)`` answers that status (with a
+``Location`` naming another path of hookproof's own listener, ``{scenario URL}/NAME``, where a
+request means the sender followed the redirect); ``hold`` keeps the
 response open past the declared timeout (then answers 503 if the sender is still waiting);
 ``reset`` resets the connection before any answer. :meth:`Answer.outcome` says what the sender
 observes, so the declared policy can classify it.
@@ -35,6 +37,8 @@ class Answer:
     status: int = 0
     retry_after: str | None = None
     """``"seconds"`` or ``"date"``: announce a Retry-After in that form."""
+    location: str | None = None
+    """A redirect's target: ``Location`` is the scenario's URL plus ``/`` and this name."""
 
     def outcome(self) -> Outcome:
         """What the sender observes (a held answer is a timeout, a reset a network failure)."""
@@ -50,6 +54,8 @@ class Answer:
         if self.kind is Kind.RESET:
             return "connection reset"
         suffix = f" with Retry-After ({self.retry_after})" if self.retry_after else ""
+        if self.location:
+            suffix += " with a Location"
         return f"{self.status}{suffix}"
 
 
@@ -60,7 +66,14 @@ def script_of(scenario: Scenario) -> tuple[Answer, ...]:
         if st.action not in ACTIONS:
             raise CatalogueError(f"{scenario.id}: unknown sender step {st.action!r}")
         kind = Kind(st.action)
-        answers.append(Answer(kind, int(st.args.get("status", 0)), st.args.get("retry_after")))
+        answers.append(
+            Answer(
+                kind,
+                int(st.args.get("status", 0)),
+                st.args.get("retry_after"),
+                st.args.get("location"),
+            )
+        )
     if not answers:
         raise CatalogueError(f"{scenario.id}: a sender scenario scripts at least one answer")
     return tuple(answers)

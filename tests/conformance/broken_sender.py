@@ -38,6 +38,7 @@ BUGS = {
     "no-timeout",
     "fast-retries",
     "overlapping-retries",
+    "follows-redirects",
 }
 
 
@@ -47,18 +48,24 @@ def sign(key: bytes, event_id: str, timestamp: int, body: bytes) -> str:
 
 
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> tuple:
-    """``("status", code, retry_after)`` or ``("timeout"|"connection", None, None)``."""
+    """``("status", code, retry_after, location)`` or ``("timeout"|"connection", None, None,
+    None)``."""
     parts = urllib.parse.urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port, timeout=timeout)
     try:
         conn.request("POST", parts.path, body=body, headers=headers)
         response = conn.getresponse()
         response.read()
-        return "status", response.status, response.getheader("Retry-After")
+        return (
+            "status",
+            response.status,
+            response.getheader("Retry-After"),
+            response.getheader("Location"),
+        )
     except TimeoutError:
-        return "timeout", None, None
+        return "timeout", None, None, None
     except (ConnectionError, http.client.HTTPException, OSError):
-        return "connection", None, None
+        return "connection", None, None, None
     finally:
         conn.close()
 
@@ -126,7 +133,9 @@ def main() -> None:
             ).start()
             scheduled += delay
             continue
-        kind, status, retry_after = post(url, sent, headers, timeout)
+        kind, status, retry_after, location = post(url, sent, headers, timeout)
+        if bug == "follows-redirects" and location:  # re-POSTs the signed body to the Location
+            kind, status, retry_after, location = post(location, sent, headers, timeout)
         if kind == "status" and 200 <= status < 300:
             if bug != "retry-after-2xx" or attempt > 1:
                 return

@@ -22,7 +22,7 @@ from conformance.session import run_check
 
 SECRET = "whsec_" + base64.b64encode(b"hookproof-conformance-tests!").decode()
 BASE = "http://hookproof.test"
-SENDER_CHECK_FAST = ["--quiet-period", "1.5", "--slack", "0.75", "--jobs", "18", "--max-time", "90"]
+SENDER_CHECK_FAST = ["--quiet-period", "1.5", "--slack", "0.75", "--jobs", "20", "--max-time", "90"]
 """``check-sender`` options for a sender on a seconds-scale schedule: every scenario at once."""
 
 

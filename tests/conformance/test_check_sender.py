@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shlex
 import sys
 import time
+import tomllib
 import xml.etree.ElementTree as ET
+from datetime import timedelta
 from pathlib import Path
 
 import httpx
@@ -29,12 +32,15 @@ from conformance.sender_check.demo import DEMO_POLICY, send_trigger
 from conformance.sender_check.judging import X_CHECKS
 from conformance.sender_check.script import ACTIONS
 from receiver.signing import Secret, Verifier
+from sender_sim.policy import FixedSchedule, FullJitter
+from sender_sim.policy_file import policy_from_mapping
 from tests.conformance.report_schema import validate_report
 from tests.conformance.support import SENDER_CHECK_FAST as FAST
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 X_IDS = [s.id for s in CATALOGUE.tagged(Harness.X)]
 BROKEN = Path(__file__).with_name("broken_sender.py")
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "check-sender.md"
 SCRIPT = f"{shlex.quote(sys.executable)} {shlex.quote(str(BROKEN))} --delays 0,1,1.5"
 
 AIMED = {
@@ -51,6 +57,10 @@ AIMED = {
     "sender.retry-timeout": ("no-timeout", "still waiting on attempt 1"),
     "sender.schedule-delays": ("fast-retries", "declared 1 s"),
     "sender.one-in-flight": ("overlapping-retries", "still in flight"),
+    "sender.redirect-not-followed": (
+        "follows-redirects",
+        "followed attempt 1's 307 to its Location",
+    ),
 }
 """Each seeded bug of the independent sender, the scenario aimed at it, and what it must say."""
 
@@ -157,6 +167,46 @@ def test_an_independent_sender_passes_and_each_seeded_bug_is_caught(
         assert "attempt 1 at +0.000 s" in scenario["failures"][0]["reproduce"]
 
 
+def test_the_console_shows_the_attempts_a_failure_names_and_verbose_shows_all(
+    policy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reused timestamp shows up on attempt 3 (attempt 2 came too soon to tell it from the
+    timestamp's resolution): the default reproduction is attempts 1 and 3, --verbose all three;
+    the sample in docs/check-sender.md is what the console prints."""
+    monkeypatch.setenv(
+        "BROKEN_SENDER_BUGS", json.dumps({"sender.timestamp-fresh": "reused-timestamp"})
+    )
+    shown, failure_text = {}, {}
+    for verbose in ((), ("--verbose",)):
+        code = _run(
+            "--trigger", SCRIPT, "--policy", str(policy), *FAST,
+            "--select", "sender.timestamp-fresh", *verbose,
+        )  # fmt: skip
+        assert code == 1
+        out = capsys.readouterr().out
+        failure_text[bool(verbose)] = out.split("Failures\n", 1)[1].split("\n\n0 passed")[0]
+        assert "hookproof: 1 scenario judging the sender" in out
+        assert "attempt 3's timestamp is +0 s from attempt 1's" in out
+        reproduce = out.split("reproduce:", 1)[1].splitlines()[1:4]
+        shown[bool(verbose)] = [line.split(" at +")[0].strip() for line in reproduce]
+    assert shown[False] == ["attempt 1", "attempt 3", "(+1 more request: --verbose shows them)"]
+    assert shown[True] == ["attempt 1", "attempt 2", "attempt 3"]
+    assert _shape(failure_text[False].splitlines()) == _shape(_docs_sample()), "the docs sample"
+
+
+def _docs_sample() -> list[str]:
+    """The sample failure of docs/check-sender.md (the fenced block it opens)."""
+    text = DOCS.read_text(encoding="utf-8")
+    block = text.split("```\nsender.timestamp-fresh [must]", 1)[1].split("```", 1)[0]
+    return ("sender.timestamp-fresh [must]" + block).splitlines()
+
+
+def _shape(lines: list[str]) -> list[str]:
+    """The lines with what changes from run to run (numbers, ids, digests) blotted out."""
+    blotted = [re.sub(r"evt_[0-9a-f]+|sha256:[0-9a-f]+|\d+(\.\d+)?", "#", ln) for ln in lines]
+    return [ln.rstrip() for ln in blotted if ln.strip()]
+
+
 def test_a_failing_trigger_is_one_error_line_per_scenario(
     policy: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -220,6 +270,20 @@ def test_a_nonexistent_trigger_is_exit_2_before_any_scenario(
     captured = capsys.readouterr()
     assert "the --trigger command 'no-such-sender-cli' was not found" in captured.err
     assert "sender." not in captured.out
+
+
+def test_the_policy_file_of_the_docs_loads_and_so_does_its_full_jitter_alternative() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    block = text.split("### The policy file\n\n```toml\n", 1)[1].split("```", 1)[0]
+    policy = policy_from_mapping(tomllib.loads(block), name="docs")
+    assert policy.backoff == FixedSchedule(tuple(timedelta(seconds=s) for s in (0, 1, 2)))
+    assert (policy.max_attempts, policy.timeout) == (4, timedelta(seconds=1))
+    alternative = re.findall(r"^# ((?:backoff|base|cap) = .*)$", block, flags=re.MULTILINE)
+    assert len(alternative) == 3, "the full-jitter alternative, one key a line"
+    without_delays = [ln for ln in block.splitlines() if not ln.startswith("delays =")]
+    jittered = tomllib.loads("\n".join([*alternative, *without_delays]))
+    backoff = policy_from_mapping(jittered, name="docs").backoff
+    assert backoff == FullJitter(timedelta(seconds=1), timedelta(seconds=2))
 
 
 def test_bad_policy_and_selection_are_exit_2(

@@ -25,7 +25,7 @@ from conformance.events import RunFinished, RunStarted
 from conformance.harnesses.signed_requests import WireRequest
 from conformance.model import Severity
 from conformance.reporters import ConsoleReporter, junit_document
-from conformance.reporters.text import counted
+from conformance.reporters.text import counted, describe_result
 from conformance.results import Failure, Outcome, ScenarioResult, Summary
 from conformance.shell import curl_command
 from receiver.server import running_server
@@ -154,6 +154,23 @@ def test_the_console_shows_one_reproduction_unless_verbose_and_pluralises() -> N
         assert "1 failed (1 must, 0 should)" in out
         assert "0 errors" in out
         assert "\x1b[" not in out
+
+
+def test_without_verbose_the_console_shows_the_lines_a_failure_names_as_evidence() -> None:
+    """A sender failure's reproduction is its whole timeline; the attempts it names (here the
+    first and the third of four) are what the console shows by default."""
+    repro = "attempt 1 at +0.000 s\nattempt 2 at +1.0 s\nattempt 3 at +2.5 s\nattempt 4 at +4 s"
+    failure = Failure("expected thing", "observed thing", repro, Severity.MUST, evidence=(0, 2))
+    text = describe_result(_result("idempotency.sequential-duplicate", failure), verbose=False)
+    assert [ln.strip() for ln in text.splitlines() if ln.startswith("    ")] == [
+        "attempt 1 at +0.000 s",
+        "attempt 3 at +2.5 s",
+        "(+2 more requests: --verbose shows them)",
+    ]
+    assert text.count("attempt ") == 2
+    assert (
+        describe_result(_result("idempotency.sequential-duplicate", failure)).count("attempt ") == 4
+    )  # verbose (JUnit, pytest): every line
 
 
 def test_no_color_gives_plain_text_even_when_colour_is_not_forced(
