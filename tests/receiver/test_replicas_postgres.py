@@ -263,7 +263,8 @@ def test_hookproof_check_passes_the_whole_catalogue_against_replicas_on_postgres
     document = json.loads(report.read_text())
     expected = [s.id for s in CATALOGUE.tagged(Harness.C)]
     assert [s["id"] for s in document["scenarios"]] == expected
-    assert document["summary"]["passed"] == len(expected), out
+    skipped = [s.id for s in CATALOGUE.tagged(Harness.C) if "standard" not in s.schemes]
+    assert document["summary"]["passed"] == len(expected) - len(skipped), out
     # Effects were observed through the probe, i.e. counted in the PostgreSQL effect table.
     by_id = {s["id"]: s for s in document["scenarios"]}
     assert by_id["idempotency.sequential-duplicate"]["observed_by"] == "probe"
