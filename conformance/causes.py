@@ -29,6 +29,7 @@ CAUSES: Mapping[str, str] = {
     "skipping unknown versions",
     "raw-bytes": "verify the exact bytes received, never re-serialized JSON or text decoded and "
     "re-encoded with another charset",
+    "header-case": "look header names up case-insensitively (Webhook-Id is webhook-id)",
     "repeated": "refuse a webhook header sent twice with different values (400), or verify and "
     "deduplicate on the same one value",
     "tolerance": "accept timestamps within the whole tolerance, in both directions",
@@ -57,6 +58,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.raw-bytes", "raw-bytes"),
     ("signature.utf8-body", "raw-bytes"),
     ("signature.repeated-headers", "repeated"),
+    ("signature.header-name-case", "header-case"),
     ("clock.*-inside", "tolerance"),
     ("clock.*", "stale"),
     ("idempotency.in-flight-*", "in-flight"),

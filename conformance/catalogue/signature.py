@@ -199,6 +199,26 @@ SCENARIOS: tuple[Scenario, ...] = (
         expectations=(ACKED, APPLIED_ONCE),
     ),
     Scenario(
+        id="signature.header-name-case",
+        title="Header names in another case (Webhook-Id, as Go writes them)",
+        guarantee="HTTP field names are case-insensitive: two genuine deliveries of different "
+        "events whose header names are written Webhook-Id, Webhook-Signature, Content-Type (Go's "
+        "net/http canonical form, what many senders send) are each accepted and applied once — "
+        "an id looked up by its exact lower-case spelling is missing, and the second event is "
+        "taken for a duplicate of the first.",
+        severity=Severity.MUST,
+        tags=RC,
+        steps=(
+            step("deliver", event="a", label="delivery", mutation="canonical-names"),
+            step("deliver", event="b", label="delivery", mutation="canonical-names"),
+        ),
+        expectations=(
+            ACKED,
+            APPLIED_ONCE,
+            expect("effects", "the probe shows 1 effect for the second event", event="b", equals=1),
+        ),
+    ),
+    Scenario(
         id="signature.repeated-headers",
         title="A webhook header repeated with another value",
         guarantee="After a genuine delivery, copies of it with one webhook header sent twice "

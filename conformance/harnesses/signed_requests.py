@@ -30,6 +30,7 @@ __all__ = [
     "REDACTED",
     "WireRequest",
     "WireScheme",
+    "canonical_name",
     "padded",
     "redact_signature",
     "unusual_json",
@@ -326,8 +327,15 @@ MUTATIONS: tuple[str, ...] = (
     "listed:middle",
     "listed:last",
     "garbled",
+    "canonical-names",
 )
 """The named ways a ``deliver`` step may break or vary a correctly signed request."""
+
+
+def canonical_name(name: str) -> str:
+    """A header name as Go's ``net/http`` writes it (``webhook-id`` → ``Webhook-Id``): HTTP
+    field names are case-insensitive, and many senders do not send them in lower case."""
+    return "-".join(part.capitalize() for part in name.split("-"))
 
 
 def with_header(request: WireRequest, name: str, value: bytes) -> WireRequest:

@@ -27,7 +27,13 @@ import httpx
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError
 from conformance.harnesses.exchanges import Exchange
-from conformance.harnesses.signed_requests import WireRequest, WireScheme, tamper
+from conformance.harnesses.signed_requests import (
+    MUTATIONS,
+    WireRequest,
+    WireScheme,
+    canonical_name,
+    tamper,
+)
 from conformance.payloads import PayloadFactory
 from conformance.probe import Probe, ProbeSnapshot
 from receiver.clock import next_fresh_second
@@ -196,13 +202,13 @@ class WireRun:
             headers = {**headers, scheme.signature_header: scheme.scheme.garbled_signature}
         elif mutation.startswith("missing:"):
             headers, body = scheme.drop(mutation.removeprefix("missing:"), headers, body)
-        elif mutation not in ("none", "wrong-secret", "garbled") and not mutation.startswith(
-            "listed:"
-        ):
+        elif mutation not in MUTATIONS:
             raise HarnessError(f"unknown mutation {mutation!r}")
         self.sensitive.update(scheme.signatures_of(headers))
         wire_headers = [("content-type", b"application/json")]
         wire_headers += [(k, v.encode("latin-1")) for k, v in headers.items()]
+        if mutation == "canonical-names":
+            wire_headers = [(canonical_name(k), v) for k, v in wire_headers]
         if attempt is not None:
             wire_headers += [
                 ("hookproof-delivery-id", f"dlv_{event.event_id}".encode()),
