@@ -213,6 +213,13 @@ def measure(kind: str, db: str, script: Path, requests_file: Path, args: Any) ->
         return run
 
 
+def _per_round(runs: dict[str, list[dict[str, float]]], kind: str) -> list[float]:
+    """Each round of ``kind`` against the bare run just before it (steadier than two medians)."""
+    return [
+        run["rps"] / bare_run["rps"] for run, bare_run in zip(runs[kind], runs["bare"], strict=True)
+    ]
+
+
 def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, list[str]]:
     """Every kind at one body size, rounds interleaved; whether all was well, and the report."""
     label = _size_name(size)
@@ -245,10 +252,7 @@ def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, li
         )
     bare = results["bare"]
     for kind, meaning in DIAGNOSTICS.items():
-        per_round = [
-            run["rps"] / bare_run["rps"]
-            for run, bare_run in zip(runs[kind], runs["bare"], strict=True)
-        ]
+        per_round = _per_round(runs, kind)
         report.append(
             f"  ratio {kind}/bare: {results[kind]['rps'] / bare['rps']:6.1%} req/s; per round "
             f"{', '.join(f'{share:.1%}' for share in per_round)} — {meaning}"
@@ -260,10 +264,7 @@ def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, li
             f"  ratio {kind}/bare: {ratio:6.1%} req/s, {cpu_ratio:6.1%} by CPU per request "
             f"(target >= {target:.0%}) — {meaning}"
         )
-        per_round = [
-            run["rps"] / bare_run["rps"]
-            for run, bare_run in zip(runs[kind], runs["bare"], strict=True)
-        ]
+        per_round = _per_round(runs, kind)
         report.append(
             f"    {kind}/bare per round (each against the bare run just before it): "
             f"{', '.join(f'{share:.1%}' for share in per_round)}; "

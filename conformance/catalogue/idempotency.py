@@ -14,6 +14,14 @@ __all__ = ["SCENARIOS"]
 
 SRC = frozenset({Harness.S, Harness.R, Harness.C})
 ONCE = expect("effects", "the probe shows exactly 1 effect", event="a", equals=1)
+IN_FLIGHT_COPIES = expect(
+    "status",
+    "every copy is 2xx or 503",
+    label="copies",
+    allowed=("2xx", "503"),
+    refusal="in_flight",
+)
+"""Copies sent while another is in flight: 2xx, or asked back later (the code a convention)."""
 SAME_BYTES = expect(
     "same_event_on_wire",
     "every request for the event carried the same event id and body bytes",
@@ -101,13 +109,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("attempt_concurrently", event="a", label="copies"),
         ),
         expectations=(
-            expect(
-                "status",
-                "every copy is 2xx or 503",
-                label="copies",
-                allowed=("2xx", "503"),
-                refusal="in_flight",
-            ),
+            IN_FLIGHT_COPIES,
             expect("status_some", "at least one copy is 2xx", label="copies", allowed=("2xx",)),
             ONCE,
             SAME_BYTES,
@@ -247,13 +249,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         tags=frozenset({Harness.R, Harness.C}),
         steps=(step("deliver_staggered", event="a", label="copies", after="after"),),
         expectations=(
-            expect(
-                "status",
-                "every copy is 2xx or 503",
-                label="copies",
-                allowed=("2xx", "503"),
-                refusal="in_flight",
-            ),
+            IN_FLIGHT_COPIES,
             expect(
                 "status", "a copy after the first answered is 2xx", label="after", allowed=("2xx",)
             ),

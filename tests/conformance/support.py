@@ -19,6 +19,7 @@ from conformance.events import Event, RunFinished
 from conformance.model import Harness
 from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
+from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
 
 SECRET = "whsec_" + base64.b64encode(b"hookproof-conformance-tests!").decode()
 BASE = "http://hookproof.test"
@@ -117,3 +118,35 @@ def node_receiver_unavailable(folder: Path, *packages: str) -> str | None:
 def other_schemes_only(scheme: str = "standard", harness: Harness = Harness.C) -> set[str]:
     """The ``harness`` scenarios that do not apply to ``scheme`` (a run under it skips them)."""
     return {s.id for s in CATALOGUE.tagged(harness) if scheme not in s.schemes}
+
+
+ZOO_PROBE_TOKEN = PROBE_TOKEN
+"""The probe token every zoo server is started with (the in-process broken receivers' own)."""
+ZOO_SECRETS = (SECRET, SECOND_SECRET)
+"""The two secrets every zoo server is started with and checked with (rotation)."""
+
+
+def zoo_env(port: int, max_body: int, **extra: str) -> dict[str, str]:
+    """The environment a zoo server (Node, Java, PHP) reads: both secrets, the probe token,
+    the body limit and the port, plus what one stack needs of its own."""
+    return {
+        "SECRETS": ",".join(ZOO_SECRETS),
+        "PROBE_TOKEN": ZOO_PROBE_TOKEN,
+        "MAX_BODY": str(max_body),
+        "PORT": str(port),
+        **extra,
+    }
+
+
+def check_zoo_variant(
+    base: str, variant: str, *, max_body: int, **overrides: Any
+) -> dict[str, ScenarioResult]:
+    """:func:`check_variant` on ``{base}/{variant}`` of a zoo server started with
+    :func:`zoo_env` (both secrets, the zoo's probe token)."""
+    return check_variant(
+        f"{base}/{variant}",
+        secrets=ZOO_SECRETS,
+        probe_token=ZOO_PROBE_TOKEN,
+        max_body=max_body,
+        **overrides,
+    )

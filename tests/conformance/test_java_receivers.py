@@ -25,8 +25,13 @@ from conformance.catalogue import CATALOGUE
 from conformance.judging import CONVENTION
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
-from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
-from tests.conformance.support import SECRET, broken_guarantees, check_variant, other_schemes_only
+from tests.conformance.support import (
+    SECRET,
+    broken_guarantees,
+    check_zoo_variant,
+    other_schemes_only,
+    zoo_env,
+)
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.subprocess
@@ -115,13 +120,11 @@ def java_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     )
     assert compiled.returncode == 0, compiled.stderr
     port = free_port()
-    env = {
-        "SECRETS": f"{SECRET},{SECOND_SECRET}",
-        "PROBE_TOKEN": PROBE_TOKEN,
-        "MAX_BODY": str(MAX_BODY),
-        "PORT": str(port),
-        "STORE_WRITE_MS": str(STORE_WRITE_MS),
-    }
+    env = zoo_env(
+        port,
+        MAX_BODY,
+        STORE_WRITE_MS=str(STORE_WRITE_MS),
+    )
     # Without TCP_NODELAY every HttpServer answer waits ~40 ms on Nagle and the client's delayed
     # ACK, which hides an ack sent before a commit that takes less than that.
     argv = ["java", "-Dsun.net.httpserver.nodelay=true", "-cp", str(classes), "WebhookZoo"]
@@ -132,13 +135,7 @@ def java_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
-    return check_variant(
-        f"{base}/{variant}",
-        secrets=(SECRET, SECOND_SECRET),
-        probe_token=PROBE_TOKEN,
-        max_body=MAX_BODY,
-        **overrides,
-    )
+    return check_zoo_variant(base, variant, max_body=MAX_BODY, **overrides)
 
 
 def _really_failed(result: ScenarioResult) -> bool:

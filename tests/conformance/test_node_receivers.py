@@ -17,13 +17,13 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
-from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
 from tests.conformance.support import (
     SECRET,
     broken_guarantees,
-    check_variant,
+    check_zoo_variant,
     node_receiver_unavailable,
     other_schemes_only,
+    zoo_env,
 )
 from tests.support.processes import ServerProcess, free_port
 
@@ -60,12 +60,7 @@ def node_server() -> Iterator[str]:
     if reason is not None:
         pytest.skip(reason)
     port = free_port()
-    env = {
-        "SECRETS": f"{SECRET},{SECOND_SECRET}",
-        "PROBE_TOKEN": PROBE_TOKEN,
-        "MAX_BODY": str(MAX_BODY),
-        "PORT": str(port),
-    }
+    env = zoo_env(port, MAX_BODY)
     base = f"http://127.0.0.1:{port}"
     with ServerProcess.start(
         ["node", "server.js"], env=env, cwd=HERE, ready_url=f"{base}/correct/_hookproof/events/x"
@@ -75,13 +70,7 @@ def node_server() -> Iterator[str]:
 
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
-    return check_variant(
-        f"{base}/{variant}",
-        secrets=(SECRET, SECOND_SECRET),
-        probe_token=PROBE_TOKEN,
-        max_body=MAX_BODY,
-        **overrides,
-    )
+    return check_zoo_variant(base, variant, max_body=MAX_BODY, **overrides)
 
 
 def test_the_correct_node_receiver_breaks_no_guarantee(node_server: str) -> None:

@@ -23,8 +23,13 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
-from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
-from tests.conformance.support import SECRET, broken_guarantees, check_variant, other_schemes_only
+from tests.conformance.support import (
+    SECRET,
+    broken_guarantees,
+    check_zoo_variant,
+    other_schemes_only,
+    zoo_env,
+)
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.subprocess
@@ -109,13 +114,12 @@ def php_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     if reason is not None:
         pytest.skip(reason)
     port = free_port()
-    env = {
-        "SECRETS": f"{SECRET},{SECOND_SECRET}",
-        "PROBE_TOKEN": PROBE_TOKEN,
-        "MAX_BODY": str(MAX_BODY),
-        "PHP_RECEIVER_DATA": str(tmp_path_factory.mktemp("php_receiver")),
-        "PHP_CLI_SERVER_WORKERS": "4",
-    }
+    env = zoo_env(  # php -S takes the port on its command line, not PORT
+        port,
+        MAX_BODY,
+        PHP_RECEIVER_DATA=str(tmp_path_factory.mktemp("php_receiver")),
+        PHP_CLI_SERVER_WORKERS="4",
+    )
     base = f"http://127.0.0.1:{port}"
     argv = ["php", "-S", f"127.0.0.1:{port}", "router.php"]
     with ServerProcess.start(argv, env=env, cwd=HERE, ready_url=f"{base}/healthz") as server:
@@ -126,13 +130,7 @@ def php_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
-    return check_variant(
-        f"{base}/{variant}",
-        secrets=(SECRET, SECOND_SECRET),
-        probe_token=PROBE_TOKEN,
-        max_body=MAX_BODY,
-        **overrides,
-    )
+    return check_zoo_variant(base, variant, max_body=MAX_BODY, **overrides)
 
 
 def test_every_variant_of_the_router_is_accounted_for() -> None:

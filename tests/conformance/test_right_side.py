@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import re
 import socket
 import struct
 import threading
@@ -59,15 +58,21 @@ async def _read_request(reader: asyncio.StreamReader) -> Request | None:
         head = await reader.readuntil(b"\r\n\r\n")
     except (asyncio.IncompleteReadError, ConnectionError):
         return None
-    lines = head.decode("latin-1").split("\r\n")
+    method, path, headers = _head(head)
+    body = await reader.readexactly(int(headers.get("content-length", "0")))
+    return Request(method, path, headers, body)
+
+
+def _head(raw: bytes) -> tuple[str, str, dict[str, str]]:
+    """A request head's method, path and headers (names in lower case)."""
+    lines = raw.decode("latin-1").split("\r\n")
     method, path, _ = lines[0].split(" ", 2)
     headers = {}
     for line in lines[1:]:
         if ":" in line:
             name, value = line.split(":", 1)
             headers[name.strip().lower()] = value.strip()
-    body = await reader.readexactly(int(headers.get("content-length", "0")))
-    return Request(method, path, headers, body)
+    return method, path, headers
 
 
 def _answer(status: int, body: bytes = b"", extra: str = "") -> bytes:
@@ -81,9 +86,6 @@ def _answer(status: int, body: bytes = b"", extra: str = "") -> bytes:
 @contextmanager
 def serving(handler: Handler) -> Iterator[str]:
     """Serve ``handler`` on a free loopback port in a thread of its own; yields the base URL."""
-    ready = threading.Event()
-    stop: list[Callable[[], object]] = []
-    port: list[int] = []
 
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         state = Connection()
@@ -97,8 +99,28 @@ def serving(handler: Handler) -> Iterator[str]:
         finally:
             writer.close()
 
+    with _in_a_thread(connection) as base:
+        yield base
+
+
+@contextmanager
+def _in_a_thread(
+    connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
+    *,
+    receive_buffer: int | None = None,
+) -> Iterator[str]:
+    """Run an asyncio server of ``connection`` on a free loopback port in a thread of its own
+    (``receive_buffer``: the accepted sockets' ``SO_RCVBUF``); yields the base URL."""
+    ready = threading.Event()
+    stop: list[Callable[[], object]] = []
+    port: list[int] = []
+
     async def serve() -> None:
-        server = await asyncio.start_server(connection, "127.0.0.1", 0)
+        listening = socket.socket()
+        if receive_buffer is not None:  # inherited by the accepted sockets
+            listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        listening.bind(("127.0.0.1", 0))
+        server = await asyncio.start_server(connection, sock=listening)
         port.append(server.sockets[0].getsockname()[1])
         done = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -345,16 +367,11 @@ def _answering_413_early() -> Iterator[str]:
     drain limit): a client still sending never reads the 413. Smaller requests are read and
     answered as usual (the probe 404, webhooks 200)."""
 
-    ready = threading.Event()
-    port: list[int] = []
-    stop: list[Callable[[], object]] = []
-
     async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                found = re.search(rb"(?i)\r\ncontent-length:\s*(\d+)", head)
-                length = int(found.group(1)) if found else 0
+                method, path, headers = _head(await reader.readuntil(b"\r\n\r\n"))
+                length = int(headers.get("content-length", "0"))
                 if length > 65536:
                     writer.write(_answer(413, b'{"title": "too large"}', "connection: close\r\n"))
                     await writer.drain()
@@ -362,12 +379,6 @@ def _answering_413_early() -> Iterator[str]:
                     sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
                     break
                 body = await reader.readexactly(length)
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {
-                    n.strip().lower(): v.strip()
-                    for n, _, v in (line.partition(":") for line in lines[1:] if ":" in line)
-                }
                 await _guarded_probe(Request(method, path, headers, body), Connection(), writer)
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -375,29 +386,10 @@ def _answering_413_early() -> Iterator[str]:
         finally:
             writer.close()
 
-    async def serve() -> None:
-        listening = socket.socket()
-        # a small receive buffer (inherited by accepted sockets): the client is still sending
-        # when the reset comes, as it is against a real receiver over a real network
-        listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 16 * 1024)
-        listening.bind(("127.0.0.1", 0))
-        server = await asyncio.start_server(connection, sock=listening)
-        port.append(server.sockets[0].getsockname()[1])
-        done = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        stop.append(lambda: loop.call_soon_threadsafe(done.set))
-        ready.set()
-        async with server:
-            await done.wait()
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield f"http://127.0.0.1:{port[0]}"
-    finally:
-        stop[0]()
-        thread.join(10)
+    # a small receive buffer: the client is still sending when the reset comes, as it is
+    # against a real receiver over a real network
+    with _in_a_thread(connection, receive_buffer=16 * 1024) as base:
+        yield base
 
 
 def test_an_early_413_lost_to_a_reset_is_explained_not_just_no_answer() -> None:
