@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -150,3 +151,16 @@ def check_zoo_variant(
         max_body=max_body,
         **overrides,
     )
+
+
+def jdk_unavailable(zoo: str) -> str | None:
+    """Why the Java ``zoo`` ("receivers", "senders") cannot run here: no ``javac``/``java``, or
+    one older than 17 (``None``: it can)."""
+    for tool in ("javac", "java"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (the Java {zoo} of the zoo need a JDK >= 17)"
+    version = subprocess.run(["javac", "-version"], capture_output=True, text=True, timeout=60)
+    found = re.search(r"javac (\d+)", version.stdout + version.stderr)
+    if found is None or int(found.group(1)) < 17:
+        return f"the Java {zoo} need javac >= 17, found {version.stdout + version.stderr!r}"
+    return None

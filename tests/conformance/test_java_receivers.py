@@ -13,7 +13,6 @@ installed.
 from __future__ import annotations
 
 import re
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from tests.conformance.support import (
     SECRET,
     broken_guarantees,
     check_zoo_variant,
+    jdk_unavailable,
     other_schemes_only,
     zoo_env,
 )
@@ -97,21 +97,9 @@ IN_FLIGHT_CONVENTIONS = ("inflight-409", "inflight-429")
 """Variants that answer a copy in flight 409 or 429 (+ Retry-After) where hookproof prefers 503."""
 
 
-def _unavailable() -> str | None:
-    """Why the Java receivers cannot run here (``None``: they can)."""
-    for tool in ("javac", "java"):
-        if shutil.which(tool) is None:
-            return f"{tool} is not installed (the Java receivers of the zoo need a JDK >= 17)"
-    version = subprocess.run(["javac", "-version"], capture_output=True, text=True, timeout=60)
-    found = re.search(r"javac (\d+)", version.stdout + version.stderr)
-    if found is None or int(found.group(1)) < 17:
-        return f"the Java receivers need javac >= 17, found {version.stdout + version.stderr!r}"
-    return None
-
-
 @pytest.fixture(scope="module")
 def java_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    reason = _unavailable()
+    reason = jdk_unavailable("receivers")
     if reason is not None:
         pytest.skip(reason)
     classes = tmp_path_factory.mktemp("java-zoo-classes")

@@ -14,36 +14,36 @@ Skipped, saying why, where ``node`` is not installed.
 
 from __future__ import annotations
 
-import json
 import shlex
 import shutil
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from conformance.catalogue import CATALOGUE
-from conformance.cli import main
-from conformance.model import Harness, Severity
-from tests.conformance.support import SECRET, SENDER_CHECK_FAST
+from tests.conformance.sender_zoos import (
+    EACH_ATTEMPT,
+    SENDERS,
+    X_IDS,
+    ZooSender,
+    assert_aimed_failures,
+    assert_redirect_fails_at_should,
+    assert_signature_fails_alone,
+    breaks_must,
+    policy_text,
+)
+from tests.conformance.support import SECRET
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.subprocess
 
 HERE = Path(__file__).resolve().parent / "node_sender"
-X_IDS = frozenset(s.id for s in CATALOGUE.tagged(Harness.X))
 
 RETRY_BASE_S = 1
 RETRY_CAP_S = 2
 MAX_ATTEMPTS = 4
 TIMEOUT_S = 1
-CLASSIFICATION = (
-    "[classification]\n"
-    'retry = ["408", "429", "5xx", "timeout", "connection"]\n'
-    'stop = ["1xx", "3xx", "4xx"]\n'
-)
 POLICIES = {
     "none": f"delays = [0, {RETRY_BASE_S}, {RETRY_CAP_S}]\n",
     "full": f'backoff = "full-jitter"\nbase = {RETRY_BASE_S}\ncap = {RETRY_CAP_S}\n',
@@ -94,45 +94,17 @@ NODE_UNSEEN: dict[tuple[str, str], str] = {
 """The broken variants (with a jitter) check-sender passes on every ``must``, and why."""
 
 
-def _policy_text(jitter: str) -> str:
-    limits = f"max_attempts = {MAX_ATTEMPTS}\ntimeout = {TIMEOUT_S}\nhonor_retry_after = true\n"
-    return POLICIES[jitter] + limits + CLASSIFICATION
-
-
-class NodeSender:
-    """One sender.js process (every variant) and the policy file that declares it."""
-
-    def __init__(self, base_url: str, policy: Path) -> None:
-        self.base_url = base_url
-        self.policy = policy
-
-    def judge(
-        self, variant: str, report: Path, select: frozenset[str] = frozenset()
-    ) -> tuple[int, dict[str, dict[str, Any]]]:
-        """Run ``hookproof check-sender`` on ``variant``; its exit status and scenarios by id."""
-        trigger = " ".join(
-            shlex.quote(part)
-            for part in ("node", str(HERE / "trigger.js"), f"{self.base_url}/v/{variant}/messages")
-        )
-        code = main(
-            [
-                "check-sender",
-                *("--secret", SECRET, "--policy", str(self.policy), "--trigger", trigger),
-                *SENDER_CHECK_FAST,
-                *(arg for scenario in sorted(select) for arg in ("--select", scenario)),
-                *("--json", str(report)),
-            ]
-        )
-        scenarios = json.loads(report.read_text())["scenarios"]
-        return code, {s["id"]: s for s in scenarios}
+def _trigger(base: str, variant: str) -> str:
+    """``node trigger.js`` on ``variant``'s test API: one new message."""
+    return shlex.join(["node", str(HERE / "trigger.js"), f"{base}/v/{variant}/messages"])
 
 
 @contextmanager
-def _serving(jitter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSender]:
+def _serving(jitter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooSender]:
     if shutil.which("node") is None:
         pytest.skip("node is not installed (the Node senders of the zoo need node >= 18)")
     policy = tmp_path_factory.mktemp(f"policy-{jitter}") / "policy.toml"
-    policy.write_text(_policy_text(jitter))
+    policy.write_text(policy_text(POLICIES[jitter], max_attempts=MAX_ATTEMPTS, timeout_s=TIMEOUT_S))
     port = free_port()
     env = {
         "WEBHOOK_SECRET": SECRET,
@@ -147,39 +119,29 @@ def _serving(jitter: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
     with ServerProcess.start(
         ["node", "sender.js"], env=env, cwd=HERE, ready_url=f"{base}/healthz"
     ) as server:
-        yield NodeSender(base, policy)
+        yield ZooSender(policy, lambda variant: _trigger(base, variant))
         server.close()
 
 
 @pytest.fixture(scope="module")
-def fixed_sender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSender]:
+def fixed_sender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooSender]:
     """sender.js with WEBHOOK_JITTER=none: waits of exactly 1 s, 2 s, 2 s."""
     with _serving("none", tmp_path_factory) as sender:
         yield sender
 
 
 @pytest.fixture(scope="module")
-def jittered_sender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeSender]:
+def jittered_sender(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooSender]:
     """sender.js with WEBHOOK_JITTER=full: waits drawn below 1 s, 2 s, 2 s."""
     with _serving("full", tmp_path_factory) as sender:
         yield sender
-
-
-SENDERS = {"none": "fixed_sender", "full": "jittered_sender"}
-"""The fixture serving sender.js with each WEBHOOK_JITTER."""
-
-
-def _breaks_must(scenario: dict[str, Any]) -> bool:
-    """Whether a scenario of the JSON report failed a ``must`` or errored."""
-    outcome, severity = str(scenario["outcome"]), str(scenario["severity"])
-    return outcome == "error" or (outcome == "failed" and severity == Severity.MUST.value)
 
 
 @pytest.mark.parametrize("jitter", sorted(SENDERS))
 def test_the_correct_node_sender_passes_every_sender_scenario(
     request: pytest.FixtureRequest, tmp_path: Path, jitter: str
 ) -> None:
-    sender: NodeSender = request.getfixturevalue(SENDERS[jitter])
+    sender: ZooSender = request.getfixturevalue(SENDERS[jitter])
     code, scenarios = sender.judge("correct", tmp_path / "report.json")
     outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
     assert outcomes == dict.fromkeys(X_IDS, "passed"), scenarios
@@ -200,54 +162,31 @@ def test_a_broken_node_sender_fails_the_scenarios_aimed_at_its_bug(
     bug: str,
     must_fail: frozenset[str],
 ) -> None:
-    sender: NodeSender = request.getfixturevalue(SENDERS[jitter])
+    sender: ZooSender = request.getfixturevalue(SENDERS[jitter])
     code, scenarios = sender.judge(bug, tmp_path / "report.json", select=must_fail)
-    assert code == 1
-    failed = {sid for sid, s in scenarios.items() if s["outcome"] == "failed"}
-    assert must_fail <= failed, (bug, scenarios)
-    assert any(_breaks_must(scenarios[sid]) for sid in must_fail), bug
-    for scenario_id in must_fail:
-        failure = scenarios[scenario_id]["failures"][0]
-        assert failure["expected"]
-        assert failure["observed"]
-        assert "attempt 1 at +0.000 s" in failure["reproduce"]
-        assert SECRET not in failure["reproduce"] + failure["observed"]
+    assert_aimed_failures(code, scenarios, bug, must_fail)
 
 
 SIGNING_BUGS = ("raw-whsec-key", "reserialized-body")
 """Variants that sign wrongly but keep a stable id and fresh timestamps on every attempt."""
-EACH_ATTEMPT = frozenset(
-    {"sender.signature-every-attempt", "sender.event-id-stable", "sender.timestamp-fresh"}
-)
 
 
 @pytest.mark.parametrize("bug", SIGNING_BUGS)
 def test_a_signing_bug_fails_the_signature_scenario_only(
-    fixed_sender: NodeSender, tmp_path: Path, bug: str
+    fixed_sender: ZooSender, tmp_path: Path, bug: str
 ) -> None:
     """The id and the timestamp are read from every attempt's headers, verified or not: no
     cascade of 'no attempt verified' failures hides that they were right."""
     _, scenarios = fixed_sender.judge(bug, tmp_path / "report.json", select=EACH_ATTEMPT)
-    outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
-    assert outcomes == {
-        "sender.signature-every-attempt": "failed",
-        "sender.event-id-stable": "passed",
-        "sender.timestamp-fresh": "passed",
-    }, scenarios
+    assert_signature_fails_alone(scenarios)
 
 
 @pytest.mark.parametrize(("bug", "should_fail"), sorted(NODE_SHOULD_FAIL.items()))
 def test_a_node_sender_breaking_a_recommendation_fails_at_should(
-    fixed_sender: NodeSender, tmp_path: Path, bug: str, should_fail: frozenset[str]
+    fixed_sender: ZooSender, tmp_path: Path, bug: str, should_fail: frozenset[str]
 ) -> None:
     code, scenarios = fixed_sender.judge(bug, tmp_path / "report.json", select=should_fail)
-    assert code == 0  # only should-level expectations failed
-    for scenario_id in should_fail:
-        scenario = scenarios[scenario_id]
-        assert (scenario["outcome"], scenario["severity"]) == ("failed", "should"), scenario
-        (failure,) = scenario["failures"]
-        assert "followed attempt 1's 307 to its Location" in failure["observed"]
-        assert "redirect of attempt 1 followed to /s/" in failure["reproduce"]
+    assert_redirect_fails_at_should(code, scenarios, should_fail)
 
 
 @pytest.mark.parametrize(
@@ -261,7 +200,7 @@ def test_a_bug_check_sender_cannot_see_breaks_no_must(
     request: pytest.FixtureRequest, tmp_path: Path, bug: str, jitter: str
 ) -> None:
     """Strict xfails: each passes the moment a scenario catches the bug at ``must`` level."""
-    sender: NodeSender = request.getfixturevalue(SENDERS[jitter])
+    sender: ZooSender = request.getfixturevalue(SENDERS[jitter])
     _, scenarios = sender.judge(bug, tmp_path / "report.json")
     assert set(scenarios) == X_IDS
-    assert [sid for sid, s in scenarios.items() if _breaks_must(s)], bug
+    assert [sid for sid, s in scenarios.items() if breaks_must(s)], bug

@@ -111,7 +111,7 @@ def connect(variant: str, timeout: float = 30.0) -> Iterator[sqlite3.Connection]
 
 def apply_effect(conn: sqlite3.Connection, event_id: str) -> None:
     """The business effect: a downstream call, then one row per event."""
-    time.sleep(WORK_SECONDS)
+    time.sleep(WORK_SECONDS)  # real-time: the downstream call a real handler waits on
     conn.execute(
         "INSERT INTO effects VALUES (?, 1) ON CONFLICT(event_id) DO UPDATE SET n = n + 1",
         (event_id,),

@@ -1,0 +1,127 @@
+"""What the sender zoos (Node, Java) share: a zoo sender judged by ``hookproof check-sender``
+through its JSON report, the policy file that declares it, and the checks every zoo makes of
+the verdicts (a bug's aimed scenarios failed, a must among them; a signing bug failing only the
+signature scenario; a followed redirect failing at ``should`` only)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from conformance.catalogue import CATALOGUE
+from conformance.cli import main
+from conformance.model import Harness, Severity
+from tests.conformance.support import SECRET, SENDER_CHECK_FAST
+
+__all__ = [
+    "CLASSIFICATION",
+    "EACH_ATTEMPT",
+    "SENDERS",
+    "X_IDS",
+    "ZooSender",
+    "assert_aimed_failures",
+    "assert_redirect_fails_at_should",
+    "assert_signature_fails_alone",
+    "breaks_must",
+    "policy_text",
+]
+
+X_IDS = frozenset(s.id for s in CATALOGUE.tagged(Harness.X))
+"""Every scenario check-sender runs."""
+
+CLASSIFICATION = (
+    "[classification]\n"
+    'retry = ["408", "429", "5xx", "timeout", "connection"]\n'
+    'stop = ["1xx", "3xx", "4xx"]\n'
+)
+"""What every zoo sender retries and where it stops."""
+
+EACH_ATTEMPT = frozenset(
+    {"sender.signature-every-attempt", "sender.event-id-stable", "sender.timestamp-fresh"}
+)
+"""The scenarios that judge every attempt's headers."""
+
+SENDERS = {"none": "fixed_sender", "full": "jittered_sender"}
+"""The fixture serving a zoo sender with each ``WEBHOOK_JITTER``."""
+
+
+def policy_text(schedule: str, *, max_attempts: int, timeout_s: float) -> str:
+    """The policy file declaring a zoo sender: its ``schedule`` lines, its limits, and
+    :data:`CLASSIFICATION`."""
+    limits = f"max_attempts = {max_attempts}\ntimeout = {timeout_s}\nhonor_retry_after = true\n"
+    return schedule + limits + CLASSIFICATION
+
+
+class ZooSender:
+    """One zoo sender process (every variant) and the policy file that declares it;
+    ``trigger_for`` is the ``--trigger`` command that makes ``variant`` send one event."""
+
+    def __init__(self, policy: Path, trigger_for: Callable[[str], str]) -> None:
+        self.policy = policy
+        self.trigger_for = trigger_for
+
+    def judge(
+        self, variant: str, report: Path, select: frozenset[str] = frozenset()
+    ) -> tuple[int, dict[str, dict[str, Any]]]:
+        """Run ``hookproof check-sender`` on ``variant``; its exit status and scenarios by id."""
+        code = main(
+            [
+                "check-sender",
+                *("--secret", SECRET, "--policy", str(self.policy)),
+                *("--trigger", self.trigger_for(variant)),
+                *SENDER_CHECK_FAST,
+                *(arg for scenario in sorted(select) for arg in ("--select", scenario)),
+                *("--json", str(report)),
+            ]
+        )
+        scenarios = json.loads(report.read_text())["scenarios"]
+        return code, {s["id"]: s for s in scenarios}
+
+
+def breaks_must(scenario: dict[str, Any]) -> bool:
+    """Whether a scenario of the JSON report failed a ``must`` or errored."""
+    outcome, severity = str(scenario["outcome"]), str(scenario["severity"])
+    return outcome == "error" or (outcome == "failed" and severity == Severity.MUST.value)
+
+
+def assert_aimed_failures(
+    code: int, scenarios: dict[str, dict[str, Any]], bug: str, must_fail: frozenset[str]
+) -> None:
+    """``bug`` failed every scenario aimed at it, a ``must`` among them, with a reproduction
+    that shows the timeline and no secret."""
+    assert code == 1
+    failed = {sid for sid, s in scenarios.items() if s["outcome"] == "failed"}
+    assert must_fail <= failed, (bug, scenarios)
+    assert any(breaks_must(scenarios[sid]) for sid in must_fail), bug
+    for scenario_id in must_fail:
+        failure = scenarios[scenario_id]["failures"][0]
+        assert failure["expected"]
+        assert failure["observed"]
+        assert "attempt 1 at +0.000 s" in failure["reproduce"]
+        assert SECRET not in failure["reproduce"] + failure["observed"]
+
+
+def assert_signature_fails_alone(scenarios: dict[str, dict[str, Any]]) -> None:
+    """Of :data:`EACH_ATTEMPT`, only the signature scenario failed: the id and the timestamps
+    are read from every attempt's headers, verified or not."""
+    outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
+    assert outcomes == {
+        "sender.signature-every-attempt": "failed",
+        "sender.event-id-stable": "passed",
+        "sender.timestamp-fresh": "passed",
+    }, scenarios
+
+
+def assert_redirect_fails_at_should(
+    code: int, scenarios: dict[str, dict[str, Any]], should_fail: frozenset[str]
+) -> None:
+    """The sender followed attempt 1's 307: a ``should`` failure each, and the run exits 0."""
+    assert code == 0  # only should-level expectations failed
+    for scenario_id in should_fail:
+        scenario = scenarios[scenario_id]
+        assert (scenario["outcome"], scenario["severity"]) == ("failed", "should"), scenario
+        (failure,) = scenario["failures"]
+        assert "followed attempt 1's 307 to its Location" in failure["observed"]
+        assert "redirect of attempt 1 followed to /s/" in failure["reproduce"]
