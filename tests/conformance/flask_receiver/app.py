@@ -109,9 +109,11 @@ def connect(variant: str, timeout: float = 30.0) -> Iterator[sqlite3.Connection]
         conn.close()
 
 
-def apply_effect(conn: sqlite3.Connection, event_id: str) -> None:
-    """The business effect: a downstream call, then one row per event."""
-    time.sleep(WORK_SECONDS)  # real-time: the downstream call a real handler waits on
+def apply_effect(
+    conn: sqlite3.Connection, event_id: str, work_seconds: float = WORK_SECONDS
+) -> None:
+    """The business effect: a downstream call (``work_seconds``), then one row per event."""
+    time.sleep(work_seconds)  # real-time: the downstream call a real handler waits on
     conn.execute(
         "INSERT INTO effects VALUES (?, 1) ON CONFLICT(event_id) DO UPDATE SET n = n + 1",
         (event_id,),
@@ -210,6 +212,7 @@ class CarefulStandard:
 
     variant = "std-correct"
     db_timeout = 30.0
+    work_seconds = WORK_SECONDS
 
     def secrets(self) -> list[str]:
         return SECRETS
@@ -286,7 +289,7 @@ class CarefulStandard:
         """The effect and the inbox record commit together, then the 2xx."""
         try:
             conn.execute("BEGIN IMMEDIATE")
-            apply_effect(conn, event_id)
+            apply_effect(conn, event_id, self.work_seconds)
             conn.execute(
                 "UPDATE inbox SET status = 'committed', claimed_at = NULL, answer = 200 "
                 "WHERE event_id = ?",
@@ -476,6 +479,7 @@ class Locked500(CarefulStandard):
 
 class MarkFirst(CarefulStandard):
     variant = "std-mark-first"
+    work_seconds = 0.2  # a slower handler: copies staggered through it surely meet the early mark
 
     def claim(self, conn: sqlite3.Connection, event_id: str) -> Response | None:
         inserted = conn.execute(
