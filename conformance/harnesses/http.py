@@ -13,10 +13,8 @@ while the signatures carry real time. Expectations are judged by
 from __future__ import annotations
 
 import random
-import tempfile
 import time
 from collections.abc import Sequence
-from pathlib import Path
 
 import httpx
 
@@ -102,14 +100,8 @@ class WireHarness:
             probe_client=self.probe_client,
         )
         failures: list[Failure] = []
-        # the sender simulator's directory, only for the scenarios that drive one
-        workdir = (
-            tempfile.TemporaryDirectory(prefix="hookproof-sender-")
-            if _sender_steps(scenario)
-            else None
-        )
         try:
-            driver = None if workdir is None else self._driver(run, scenario, Path(workdir.name))
+            driver = self._driver(run, scenario) if _sender_steps(scenario) else None
             for step in scenario.steps:
                 if step.action in ACTIONS:
                     await ACTIONS[step.action](run, step.args)
@@ -129,13 +121,11 @@ class WireHarness:
         finally:
             if run.driver is not None:
                 await run.driver.close()
-            if workdir is not None:
-                workdir.cleanup()
         return result(
             Outcome.FAILED if failures else Outcome.PASSED, failures, _duplicate_gaps(run)
         )
 
-    def _driver(self, run: WireRun, scenario: Scenario, workdir: Path) -> SenderDriver:
+    def _driver(self, run: WireRun, scenario: Scenario) -> SenderDriver:
         """A sender simulator whose requests go to this harness's endpoint."""
         options = self.options
 
@@ -155,7 +145,6 @@ class WireHarness:
             new_event_id=run.new_event_id,
             seed=options.seed,
             virtual_wire_clock=False,
-            store_dir=workdir,
             timeout_s=options.timeout,
             concurrency=options.concurrency,
             patience_s=options.patience,

@@ -8,10 +8,8 @@ scripted receiver checks no tolerance, and fresh signatures become visible as fr
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -66,50 +64,48 @@ class SenderHarness:
 
         receiver = ScriptedReceiver()
         failures: list[Failure] = []
-        with tempfile.TemporaryDirectory(prefix="hookproof-s-") as workdir:
-            async with httpx.AsyncClient(transport=receiver.transport()) as scripted:
-                run = WireRun(
-                    self.options,
-                    scripted,
-                    RateLimiter(None),
-                    _rng(self.seed, scenario),
-                    scenario.id,
-                )
-                transport = RecordingTransport(scripted.send, run.record, 3600.0)
-                payloads = PayloadFactory()
-                driver = SenderDriver(
-                    transport=transport,
-                    url=SCRIPTED_URL,
-                    scheme="standard",
-                    secrets=[_SECRET],
-                    make_body=lambda eid, ref, variant: payloads.body(
-                        eid, variant=variant, reference=ref
-                    ),
-                    new_event_id=run.new_event_id,
-                    seed=self.seed,
-                    virtual_wire_clock=True,
-                    store_dir=Path(workdir),
-                )
-                try:
-                    driver.prepare(scenario.steps)
-                    receiver.advance = driver.simulator.advance
-                    for label, tracked in driver.events.items():
-                        run.events[label] = EventOnWire(tracked.event_id, tracked.body)
-                    for step in scenario.steps:
-                        if step.action == "script":
-                            _script(receiver, driver, step.args)
-                        else:
-                            await SENDER_ACTIONS[step.action](driver, step.args)
-                    for expectation in scenario.expectations_of(Side.SENDER):
-                        verdict = await SENDER_CHECKS[expectation.check](run, driver, expectation)
-                        if verdict is not None:
-                            failures.append(verdict)
-                except HarnessError as error:
-                    return result(Outcome.ERROR, message=str(error))
-                except Exception as error:  # a harness problem is an error outcome
-                    return result(Outcome.ERROR, message=f"{error.__class__.__name__}: {error}")
-                finally:
-                    await driver.close()
+        async with httpx.AsyncClient(transport=receiver.transport()) as scripted:
+            run = WireRun(
+                self.options,
+                scripted,
+                RateLimiter(None),
+                _rng(self.seed, scenario),
+                scenario.id,
+            )
+            transport = RecordingTransport(scripted.send, run.record, 3600.0)
+            payloads = PayloadFactory()
+            driver = SenderDriver(
+                transport=transport,
+                url=SCRIPTED_URL,
+                scheme="standard",
+                secrets=[_SECRET],
+                make_body=lambda eid, ref, variant: payloads.body(
+                    eid, variant=variant, reference=ref
+                ),
+                new_event_id=run.new_event_id,
+                seed=self.seed,
+                virtual_wire_clock=True,
+            )
+            try:
+                driver.prepare(scenario.steps)
+                receiver.advance = driver.simulator.advance
+                for label, tracked in driver.events.items():
+                    run.events[label] = EventOnWire(tracked.event_id, tracked.body)
+                for step in scenario.steps:
+                    if step.action == "script":
+                        _script(receiver, driver, step.args)
+                    else:
+                        await SENDER_ACTIONS[step.action](driver, step.args)
+                for expectation in scenario.expectations_of(Side.SENDER):
+                    verdict = await SENDER_CHECKS[expectation.check](run, driver, expectation)
+                    if verdict is not None:
+                        failures.append(verdict)
+            except HarnessError as error:
+                return result(Outcome.ERROR, message=str(error))
+            except Exception as error:  # a harness problem is an error outcome
+                return result(Outcome.ERROR, message=f"{error.__class__.__name__}: {error}")
+            finally:
+                await driver.close()
         return result(Outcome.FAILED if failures else Outcome.PASSED, failures)
 
 
