@@ -10,7 +10,7 @@ not, and a redirect loop is then one answer (a 3xx), not a wait.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 
 import httpx
 
@@ -26,7 +26,7 @@ async def request_within(
     *,
     within_s: float,
     headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]] | None = None,
-    content: bytes | None = None,
+    content: bytes | AsyncIterator[bytes] | None = None,
 ) -> httpx.Response:
     """The complete answer to one request within ``within_s`` seconds, or
     :class:`~conformance.exceptions.DeadlineExceeded` (saying whether anything answered)."""

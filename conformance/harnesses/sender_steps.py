@@ -28,6 +28,7 @@ import httpx
 from conformance.exceptions import HarnessError
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.signed_requests import WireRequest
+from conformance.harnesses.together import ArriveTogether, GatedCopy, gate_bound
 from receiver.clock import FreshWireClock
 from receiver.signing import event_id_of
 from sender_sim import (
@@ -64,6 +65,17 @@ OPERATOR = "conformance@hookproof"
 Forward = Callable[[httpx.Request], Awaitable[httpx.Response]]
 
 
+def _gated(request: httpx.Request, copy: GatedCopy) -> httpx.Request:
+    """``request`` with its body held at ``copy``'s gate (same bytes, same Content-Length)."""
+    return httpx.Request(
+        request.method,
+        request.url,
+        headers=request.headers,
+        content=copy.body(request.content),
+        extensions=request.extensions,
+    )
+
+
 class RecordingTransport(httpx.AsyncBaseTransport):
     """Forwards each request and records it, with its answer, under the current ``label``."""
 
@@ -74,6 +86,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         self.record = record
         self.timeout = timeout
         self.label = "unlabelled"
+        self.together: ArriveTogether | None = None
+        """While set, each forwarded copy's body waits for the group (concurrent copies)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
@@ -103,15 +117,19 @@ class RecordingTransport(httpx.AsyncBaseTransport):
             elapsed = time.perf_counter() - started
             self.record(label, Exchange(wire, None, elapsed, error=why, event_id=event_id))
 
+        copy = None if self.together is None else self.together.copy()
         try:
             async with asyncio.timeout(self.timeout):  # no task per attempt, unlike wait_for
-                response = await self.forward(request)
+                response = await self.forward(request if copy is None else _gated(request, copy))
         except (TimeoutError, httpx.TimeoutException):
             unanswered(f"no answer within {self.timeout:g} s (timeout)")
             raise httpx.ReadTimeout("no answer within the timeout", request=request) from None
         except httpx.TransportError as error:
             unanswered(f"no answer: {error.__class__.__name__}")
             raise
+        finally:
+            if copy is not None:
+                copy.done()
         content = response.content
         headers = [
             (k, v)
@@ -250,6 +268,10 @@ class SenderDriver:
         self.events[label] = tracked
         return tracked
 
+    def copies_of(self, args: Mapping[str, Any]) -> int:
+        """How many concurrent copies an ``attempt_concurrently`` step sends."""
+        return int(args.get("copies") or 0) or self.concurrency
+
     def _faults_for(
         self, action: str, args: Mapping[str, Any], tracked: TrackedEvent
     ) -> list[Fault]:
@@ -263,7 +285,7 @@ class SenderDriver:
                 raise HarnessError(f"unknown fault {args['fault']!r}") from None
             faults.append(Fault(kind, attempts=attempts, delivery_ids=ids))
         if action == "attempt_concurrently":
-            copies = int(args.get("copies") or 0) or self.concurrency
+            copies = self.copies_of(args)
             faults.append(
                 Fault(
                     FaultKind.CONCURRENT_SENDS, copies=copies, attempts=attempts, delivery_ids=ids
@@ -372,7 +394,14 @@ async def _attempt(driver: SenderDriver, args: Mapping[str, Any]) -> None:
 
 @sender_action("attempt_concurrently")
 async def _attempt_concurrently(driver: SenderDriver, args: Mapping[str, Any]) -> None:
-    await driver.attempt(driver.track(args["event"]), args.get("label", "copies"))
+    copies = driver.copies_of(args)
+    transport = driver.transport
+    # The copies' bodies leave together once every copy's connection is open (no head start).
+    transport.together = ArriveTogether(copies, bound_s=gate_bound(transport.timeout))
+    try:
+        await driver.attempt(driver.track(args["event"]), args.get("label", "copies"))
+    finally:
+        transport.together = None
 
 
 @sender_action("settle")

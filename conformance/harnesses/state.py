@@ -18,7 +18,7 @@ import random
 import secrets as secrets_module
 import time
 import zlib
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,6 +34,7 @@ from conformance.harnesses.signed_requests import (
     canonical_name,
     tamper,
 )
+from conformance.harnesses.together import GatedCopy
 from conformance.payloads import PayloadFactory
 from conformance.probe import Probe, ProbeSnapshot
 from receiver.clock import next_fresh_second
@@ -233,18 +234,42 @@ class WireRun:
         first = self.first_sent.setdefault(event_id, now)
         return now - first if now > first else None
 
-    async def send(self, label: str, request: WireRequest, event_id: str = "") -> Exchange:
-        await self.limiter.wait()
+    async def send(
+        self,
+        label: str,
+        request: WireRequest,
+        event_id: str = "",
+        *,
+        together: GatedCopy | None = None,
+    ) -> Exchange:
+        """Send ``request`` and keep the exchange under ``label``; a copy of a group sent
+        ``together`` (:mod:`conformance.harnesses.together`) holds its body until the group is
+        ready."""
+        try:
+            await self.limiter.wait()
+            return await self._send(label, request, event_id, together)
+        finally:
+            if together is not None:
+                together.done()
+
+    async def _send(
+        self, label: str, request: WireRequest, event_id: str, together: GatedCopy | None
+    ) -> Exchange:
         started = time.perf_counter()
         gap = self.gap(event_id, started)
         timeout = self.options.timeout
+        headers = request.httpx_headers()
+        content: bytes | AsyncIterator[bytes] = request.body
+        if together is not None:
+            headers.append((b"content-length", str(len(request.body)).encode()))
+            content = together.body(request.body)
         try:
             response = await request_within(
                 self.client,
                 request.method,
                 request.url,
-                headers=request.httpx_headers(),
-                content=request.body,
+                headers=headers,
+                content=content,
                 within_s=timeout,
             )
         except httpx.LocalProtocolError as error:

@@ -21,6 +21,7 @@ from conformance.harnesses.fuzz_cases import (
 )
 from conformance.harnesses.signed_requests import WireRequest, padded
 from conformance.harnesses.state import EventOnWire, WireRun
+from conformance.harnesses.together import ArriveTogether, gate_bound
 
 __all__ = ["ACTIONS", "REQUIRES", "action"]
 
@@ -171,7 +172,14 @@ async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
     event = run.event(args["event"])
     copies = int(args.get("copies") or run.options.concurrency)
     request = run.signed(event)  # identical copies: the same bytes and the same signature
-    await asyncio.gather(*(run.send(args["label"], request, event.event_id) for _ in range(copies)))
+    # Their bodies leave together once every copy's connection is open (no head start).
+    gate = ArriveTogether(copies, bound_s=gate_bound(run.options.timeout))
+    await asyncio.gather(
+        *(
+            run.send(args["label"], request, event.event_id, together=gate.copy())
+            for _ in range(copies)
+        )
+    )
 
 
 @action("script")
