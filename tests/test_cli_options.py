@@ -75,3 +75,22 @@ def test_every_command_showing_reproductions_has_the_same_verbose_flag() -> None
     assert {(tuple(o.opts), o.is_flag, o.default) for o in verbose.values()} == {
         (("--verbose", "-v"), True, None)
     }
+
+
+@pytest.mark.parametrize(
+    ("flag", "expected"),
+    [
+        ("--max-time", ["check", "check-sender", "replay"]),
+        ("--select", ["check", "check-sender", "demo", "scenarios"]),
+        ("--deselect", ["check", "check-sender"]),
+        ("--junit", ["check", "check-sender", "demo"]),
+        ("--ndjson", ["check", "check-sender"]),
+    ],
+)
+def test_the_run_options_are_one_declaration_each(flag: str, expected: list[str]) -> None:
+    """--max-time (receiver/commands/options.py) and the selection and report-file options
+    (conformance/commands/options.py) read the same way in every command that has them."""
+    found = {n: o for n, c in COMMANDS_BY_NAME.items() if (o := _option(c, flag))}
+    assert sorted(found) == expected
+    declared = {(o.name, o.multiple, repr(o.type), o.metavar, o.help) for o in found.values()}
+    assert len(declared) == 1, declared

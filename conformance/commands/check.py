@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from conformance.answers import PRESETS, resolve_answers
+from conformance.commands.options import deselect_option, report_file_options, select_option
 from conformance.config import CheckSettings, load_config
 from conformance.durations import DURATION
 from conformance.exceptions import UsageError
@@ -100,8 +101,8 @@ def run_settings(settings: CheckSettings) -> int:
     help="Probe prefix: GET {prefix}/{event_id} reports effects.",
 )
 @probe_token_option()
-@click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
-@click.option("--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity.")
+@select_option()
+@deselect_option()
 @timeout_option(default_text="5")
 @click.option(
     "--concurrency",
@@ -163,15 +164,7 @@ def run_settings(settings: CheckSettings) -> int:
     metavar="FILE",
     help="JSON payload the platform sends ({{event_id}}, {{occurred_at}}).",
 )
-@click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
-@click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
-@click.option(
-    "--ndjson",
-    "ndjson_path",
-    default=None,
-    metavar="FILE",
-    help="Write the run's events as they happen, one JSON object per line.",
-)
+@report_file_options()
 @click.option(
     "--answers",
     type=click.Choice(sorted(PRESETS)),

@@ -12,12 +12,19 @@ from __future__ import annotations
 import click
 
 from conformance.commands.check import exit_status, file_reporters
+from conformance.commands.options import deselect_option, report_file_options, select_option
 from conformance.exceptions import UsageError
 from conformance.interrupts import run_interruptibly
 from conformance.reporters import ConsoleReporter, Reporter
 from conformance.sender_check import SenderCheckSettings, run_sender_check
 from receiver.commands.console import make_console
-from receiver.commands.options import scheme_option, secret_option, seed_option, verbose_option
+from receiver.commands.options import (
+    max_time_option,
+    scheme_option,
+    secret_option,
+    seed_option,
+    verbose_option,
+)
 from sender_sim.commands.support import split_secrets
 
 __all__ = ["check_sender_command", "run_check_sender"]
@@ -104,7 +111,7 @@ def run_check_sender(
     help="Seconds the first attempt may take to arrive after the trigger (plus the schedule's "
     "first delay).",
 )
-@click.option("--max-time", type=_SECONDS, default=None, help="Seconds the whole run may take.")
+@max_time_option()
 @click.option(
     "--jobs",
     type=click.IntRange(min=1),
@@ -112,11 +119,9 @@ def run_check_sender(
     show_default=True,
     help="Scenarios run at once.",
 )
-@click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
-@click.option("--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity.")
-@click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
-@click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
-@click.option("--ndjson", "ndjson_path", default=None, metavar="FILE", help="Write NDJSON events.")
+@select_option()
+@deselect_option()
+@report_file_options()
 @seed_option(draws="the run (recorded in the reports; check-sender draws nothing at random)")
 @verbose_option(shows="every attempt of a failure's timeline, not only those it names")
 def check_sender_command(

@@ -12,6 +12,7 @@ import click
 from conformance.catalogue import CATALOGUE
 from conformance.commands.check import exit_status, run_settings
 from conformance.commands.check_sender import run_check_sender
+from conformance.commands.options import report_file_options, select_option
 from conformance.interrupts import run_interruptibly
 from conformance.model import Harness
 from conformance.reporters import ConsoleReporter
@@ -24,9 +25,8 @@ __all__ = ["demo_command"]
 
 
 @click.command("demo")
-@click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
-@click.option("--json", "json_path", default=None, metavar="FILE", help="Write a JSON report.")
-@click.option("--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML.")
+@select_option()
+@report_file_options(ndjson=False)
 @seed_option(None, draws="the fuzzed cases (printed in the report)")
 def demo_command(
     select: tuple[str, ...], json_path: str | None, junit_path: str | None, seed: int | None

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import click
 
 from conformance.catalogue import CATALOGUE
+from conformance.commands.options import select_option
 from conformance.docs import catalogue_markdown, scenario_records
 from conformance.exceptions import UsageError
 from conformance.model import Harness
@@ -20,7 +21,7 @@ __all__ = ["scenarios_command"]
 @click.command("scenarios")
 @click.option("--json", "as_json", is_flag=True, help="Print the catalogue as JSON.")
 @click.option("--markdown", is_flag=True, help="Print docs/scenarios.md.")
-@click.option("--select", multiple=True, help="Scenario id, glob, family, tag or severity.")
+@select_option()
 def scenarios_command(as_json: bool, markdown: bool, select: Sequence[str]) -> int:
     """List the scenario catalogue."""
     if as_json and markdown:

@@ -108,7 +108,7 @@ def max_time_option() -> Callable[[F], F]:
         type=click.FloatRange(min=0, min_open=True),
         default=None,
         metavar="S",
-        help="Stop the whole run after S seconds (the scenario running then errors).",
+        help="Stop the whole run after S seconds (a scenario still running then errors).",
     )
 
 

@@ -1,0 +1,62 @@
+"""The options the conformance commands share, each declared once: ``--select`` and
+``--deselect`` (which scenarios run) and ``--json``, ``--junit`` and ``--ndjson`` (the report
+files), for ``check``, ``check-sender`` and ``demo``.
+
+Options every package's commands share (``--secret``, ``--seed``, ``--max-time`` …) are in
+:mod:`receiver.commands.options`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = ["deselect_option", "report_file_options", "select_option"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def select_option() -> Callable[[F], F]:
+    """``--select``: the scenarios to run (repeatable)."""
+    return click.option(
+        "--select", multiple=True, help="Scenario id, glob, family, tag or severity."
+    )
+
+
+def deselect_option() -> Callable[[F], F]:
+    """``--deselect``: scenarios to leave out (repeatable)."""
+    return click.option(
+        "--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity."
+    )
+
+
+def report_file_options(*, ndjson: bool = True) -> Callable[[F], F]:
+    """``--json FILE`` and ``--junit FILE`` (parameters ``json_path``, ``junit_path``) and, with
+    ``ndjson``, ``--ndjson FILE`` (``ndjson_path``)."""
+    options = [
+        click.option(
+            "--json", "json_path", default=None, metavar="FILE", help="Write a JSON report."
+        ),
+        click.option(
+            "--junit", "junit_path", default=None, metavar="FILE", help="Write JUnit XML."
+        ),
+    ]
+    if ndjson:
+        options.append(
+            click.option(
+                "--ndjson",
+                "ndjson_path",
+                default=None,
+                metavar="FILE",
+                help="Write the run's events as they happen, one JSON object per line.",
+            )
+        )
+
+    def apply(command: F) -> F:
+        for option in reversed(options):  # listed in --help in the order above
+            command = option(command)
+        return command
+
+    return apply
