@@ -24,6 +24,8 @@ CAUSES: Mapping[str, str] = {
     "verify": "verify the signature over the raw body with every active secret before acting on "
     "a delivery",
     "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
+    "compare": "compare the whole signature in constant time (hmac.compare_digest, "
+    "crypto.timingSafeEqual after a length check), never a prefix of it",
     "event-id": "refuse a delivery without an event id (400): it could never be deduplicated",
     "signature-list": "try every entry of the signature header against every active secret, "
     "skipping unknown versions",
@@ -53,6 +55,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.missing-*", "parse"),
     ("signature.id-less-event", "event-id"),
     ("signature.malformed-*", "parse"),
+    ("signature.truncated-signature", "compare"),
     ("signature.rotation", "signature-list"),
     ("signature.unknown-version", "signature-list"),
     ("signature.raw-bytes", "raw-bytes"),

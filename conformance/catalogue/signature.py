@@ -143,6 +143,14 @@ SCENARIOS: tuple[Scenario, ...] = (
         "wrong-length",
     ),
     _fuzzed(
+        "truncated-signature",
+        "A prefix of the genuine signature",
+        "The genuine delivery carrying only the first 3 or 30 bytes of its own signature is "
+        "refused with a 4xx and never applied: a comparison that accepts a prefix lets anyone "
+        "forge a delivery by guessing one byte at a time.",
+        "truncated",
+    ),
+    _fuzzed(
         "body-not-utf8",
         "Body that is not UTF-8 (signed and unsigned)",
         "A body that is not UTF-8, correctly signed or not, is refused with a 4xx, never a 5xx, "

@@ -108,6 +108,24 @@ def wrong_length_cases(
     return cases
 
 
+TRUNCATED_BYTES = (3, 30)
+"""How much of the genuine 32-byte signature a truncated one keeps: multiples of 3, so the
+truncated value is a prefix of the genuine one's text in base64 as in hex."""
+
+
+def truncated_cases(
+    headers: Mapping[str, str], body: bytes, name: str, truncated: Callable[[int], str]
+) -> list[FuzzCase]:
+    """The genuine request whose ``name`` header carries only a prefix of its own signature
+    (``truncated(n)``: the first ``n`` bytes): what a prefix comparison (``startsWith``,
+    ``strncmp`` over the given length, a loop over the shorter of two) accepts."""
+    genuine = {k: v.encode("latin-1") for k, v in headers.items()}
+    return [
+        FuzzCase(f"{name}:first-{keep}-bytes", {**genuine, name: truncated(keep).encode()}, body)
+        for keep in TRUNCATED_BYTES
+    ]
+
+
 def body_cases(
     headers: Mapping[str, str], body: bytes, sign: Signer, *, kind: str
 ) -> list[FuzzCase]:

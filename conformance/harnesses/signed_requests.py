@@ -181,6 +181,14 @@ class WireScheme:
         chosen = list(secrets) if secrets is not None else [self.secrets[0]]
         return self.scheme.sign(body, secrets=chosen, event_id=event_id, timestamp=timestamp)
 
+    def truncated(self, body: bytes, *, event_id: str, timestamp: int, keep: int) -> str:
+        """A signature header value carrying only the first ``keep`` bytes of the genuine
+        signature (the first secret's), encoded as the scheme encodes it: for a ``keep`` that
+        is a multiple of 3, a prefix of the genuine value's text in base64 and in hex alike."""
+        scheme = self.scheme
+        digest = scheme.digest(body, secret=self.secrets[0], event_id=event_id, timestamp=timestamp)
+        return scheme.signature_with(digest[:keep], timestamp=timestamp)
+
     def signatures_of(self, headers: dict[str, str]) -> list[str]:
         """The secret-derived values in a signature header (to scrub from echoed bodies)."""
         return self.scheme.signature_values(headers)

@@ -17,6 +17,7 @@ from conformance.harnesses.fuzz_cases import (
     body_cases,
     header_cases,
     repeated_cases,
+    truncated_cases,
     wrong_length_cases,
 )
 from conformance.harnesses.signed_requests import WireRequest, padded
@@ -67,6 +68,12 @@ def _fuzz_cases(
         return cases + [FuzzCase(f"random#{i}", h, event.body) for i, h in enumerate(randoms)]
     if kind == "wrong-length":
         return wrong_length_cases(scheme.name, signed, event.body, stamp, run.rng)
+    if kind == "truncated":
+
+        def truncated(keep: int) -> str:
+            return scheme.truncated(event.body, event_id=event.event_id, timestamp=stamp, keep=keep)
+
+        return truncated_cases(signed, event.body, scheme.signature_header, truncated)
     if kind == "repeated":
         other_id = run.event(other).event_id
         return repeated_cases(scheme.name, signed, event.body, stamp, run.rng, other_id=other_id)
@@ -82,6 +89,7 @@ def _fuzz_cases(
 async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     """Structure-aware bad input (:mod:`conformance.harnesses.fuzz_cases`): ``kind`` is
     ``headers`` (every header's grammar; ``cases`` more seeded random values), ``wrong-length``,
+    ``truncated`` (a prefix of the genuine signature),
     ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), or ``repeated`` (each webhook
     header twice, the second value's id being event ``other``'s)."""
     event = run.event(args["event"])

@@ -320,6 +320,10 @@ class Scheme(Protocol):
         """The exact bytes the HMAC covers."""
         ...
 
+    def digest(self, body: bytes, *, secret: Secret, event_id: str, timestamp: int) -> bytes:
+        """The HMAC-SHA256 that signs ``body`` under ``secret`` (before any encoding)."""
+        ...
+
     def sign(
         self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
     ) -> dict[str, str]:
@@ -480,6 +484,13 @@ class SchemeBase:
 
     def key(self, secret: Secret) -> bytes:
         return secret.raw_key()
+
+    def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
+        raise NotImplementedError  # each scheme says what its HMAC covers
+
+    def digest(self, body: bytes, *, secret: Secret, event_id: str, timestamp: int) -> bytes:
+        content = self.signed_content(body, event_id=event_id, timestamp=timestamp)
+        return hmac_sha256(self.key(secret), b"", content)
 
     def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
         if self.id_header is None:

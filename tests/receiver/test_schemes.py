@@ -167,6 +167,29 @@ def test_a_signature_of_any_length_is_written_in_the_scheme_grammar(name: str) -
     assert short.startswith(value[:3])
 
 
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+def test_the_scheme_digest_is_the_signature_it_sends(name: str) -> None:
+    scheme, secret, headers = _signed(name)
+    digest = scheme.digest(BODY, secret=secret, event_id="evt_header", timestamp=NOW)
+    assert len(digest) == 32
+    assert scheme.signature_with(digest, timestamp=NOW) == headers[scheme.signature_header]
+    other = scheme.digest(BODY + b" ", secret=secret, event_id="evt_header", timestamp=NOW)
+    assert other != digest
+
+
+@pytest.mark.parametrize("name", sorted(SCHEMES))
+@pytest.mark.parametrize("keep", [3, 30])
+def test_a_truncated_signature_is_a_prefix_of_the_genuine_text(name: str, keep: int) -> None:
+    """signature.truncated-signature's values: a prefix of the genuine header value's text, so a
+    string ``startsWith`` comparison takes it as readily as a byte-prefix one."""
+    scheme, secret, headers = _signed(name)
+    digest = scheme.digest(BODY, secret=secret, event_id="evt_header", timestamp=NOW)
+    truncated = scheme.signature_with(digest[:keep], timestamp=NOW)
+    genuine = headers[scheme.signature_header]
+    assert genuine.startswith(truncated)
+    assert len(truncated) < len(genuine)
+
+
 @pytest.mark.parametrize("name", ["standard", "stripe"])
 @pytest.mark.parametrize("position", ["first", "middle", "last"])
 def test_the_valid_signature_is_listed_among_two_decoys(name: str, position: str) -> None:

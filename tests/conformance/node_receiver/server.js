@@ -32,6 +32,7 @@ const BUGS = {
   "narrow-catch": "catches only WebhookVerificationError: the library's JSON.parse throws a 500",
   "catch-all-200": "answers 200 to every refusal so that the sender stops retrying",
   "header-case": "reads req.headers['Webhook-Id'] (Node lower-cases header names)",
+  "starts-with": "compares the base64 strings with expected.startsWith(sig): a prefix passes",
 };
 
 const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -69,6 +70,10 @@ function handVerify(bug, headers, raw) {
     for (const entry of entries) {
       const [version, sig] = entry.split(",");
       if (version !== "v1" || !sig) continue;
+      if (bug === "starts-with") {
+        if (expected.toString("base64").startsWith(sig)) return null; // a prefix matches too
+        continue;
+      }
       const given = Buffer.from(sig, "base64");
       if (bug === "timing-safe-equal") {
         if (crypto.timingSafeEqual(given, expected)) return null; // throws on a length mismatch
@@ -87,6 +92,7 @@ const HAND_ROLLED = new Set([
   "first-entry-only",
   "future-unbounded",
   "header-case",
+  "starts-with",
 ]);
 
 // The documented way: new Webhook(secret).verify(payload, headers), one Webhook per secret.
