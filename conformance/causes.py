@@ -44,6 +44,8 @@ CAUSES: Mapping[str, str] = {
     "latency": "answer within the sender's timeout: commit, acknowledge, then do slow work",
     "problem": "answer refusals with application/problem+json",
     "leak": "never echo a secret or a signature in an answer",
+    "size": "accept bodies up to the limit you declare (a framework's default limit may be "
+    "lower: raise it), and refuse larger ones with 413",
     "sender": "the sender breaks its retry contract (see each scenario's guarantee)",
 }
 """Every known cause and its one-line fix."""
@@ -71,6 +73,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("response.ack-after-commit", "ack"),
     ("response.problem-details", "problem"),
     ("response.no-secret-leak", "leak"),
+    ("size.*", "size"),
     ("story.*", "dedupe"),
     ("deadline.*", "sender"),
     ("classification.*", "sender"),

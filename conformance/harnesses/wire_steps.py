@@ -32,7 +32,7 @@ ACTIONS: dict[str, ActionFn] = {}
 
 
 REQUIRES: dict[str, tuple[str, str]] = {
-    "deliver_oversized": ("max_body", "needs the receiver's body limit (--max-body BYTES)"),
+    "deliver_sized": ("max_body", "needs the receiver's body limit (--max-body BYTES)"),
 }
 """Actions that need an option the user may not give: the option and the skip reason."""
 
@@ -123,14 +123,16 @@ async def _wait(run: WireRun, args: Mapping[str, Any]) -> None:
     run.notes.append(f"waited {patience:g} s of real time (--patience)")
 
 
-@action("deliver_oversized")
-async def _deliver_oversized(run: WireRun, args: Mapping[str, Any]) -> None:
-    """A correctly signed body well past the declared ``--max-body`` (twice it, plus 1 KiB)."""
+@action("deliver_sized")
+async def _deliver_sized(run: WireRun, args: Mapping[str, Any]) -> None:
+    """A correctly signed body sized from the declared ``--max-body``: ``over`` (twice the
+    limit, plus 1 KiB) or ``within`` (the limit less a margin of 1 KiB, or a quarter of a
+    limit under 4 KiB, so that the JSON framing never tips it over)."""
     limit = run.options.max_body
     if limit is None:
         raise HarnessError("no body limit declared (--max-body)")
     event = run.event(args["event"])
-    size = 2 * limit + 1024
+    size = 2 * limit + 1024 if args["size"] == "over" else limit - min(1024, limit // 4)
     body = padded(event.body, size)
     await run.send(args["label"], run.signed(event, body=body), event.event_id)
 

@@ -72,6 +72,7 @@ BROKEN: Mapping[str, str] = {
     "dedupe-expires": "keeps its dedupe record for a fraction of a second only",
     "no-body-limit": "accepts a body of any size",
     "body-limit-500": "raises (500) when the body is over its limit",
+    "limit-below-declared": "keeps a framework default of 1 KiB, below the limit it declares",
 }
 """Every broken receiver: its bug in words."""
 
@@ -148,6 +149,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "dedupe-expires": frozenset({"idempotency.late-duplicate"}),
     "no-body-limit": frozenset({"size.over-limit"}),
     "body-limit-500": frozenset({"size.over-limit"}),
+    "limit-below-declared": frozenset({"size.within-limit"}),
 }
 """For each broken receiver, the scenarios that must fail against it (with a probe)."""
 
@@ -376,7 +378,8 @@ def plain_receiver(
 
     async def webhook(request: Request) -> Response:
         body = await request.body()
-        if len(body) > max_body and "no-body-limit" not in bugs:
+        limit = 1024 if "limit-below-declared" in bugs else max_body
+        if len(body) > limit and "no-body-limit" not in bugs:
             if "body-limit-500" in bugs:
                 raise RuntimeError("request entity too large")
             return _problem(state, 413, "body-too-large", "the body is too large")

@@ -33,6 +33,7 @@ const BUGS = {
   "catch-all-200": "answers 200 to every refusal so that the sender stops retrying",
   "header-case": "reads req.headers['Webhook-Id'] (Node lower-cases header names)",
   "starts-with": "compares the base64 strings with expected.startsWith(sig): a prefix passes",
+  "default-limit": "express.raw() without a limit: express's 100kb default, below the limit declared",
 };
 
 const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -118,10 +119,9 @@ function variant(bug) {
   const seen = new Set();
   const unawaited = []; // no-await-commit: writes under way, landing at the next request
   const land = () => unawaited.splice(0).forEach((write) => write());
-  const parser =
-    bug === "express-json"
-      ? express.json({ limit: MAX_BODY })
-      : express.raw({ type: () => true, limit: MAX_BODY });
+  let parser = express.raw({ type: () => true, limit: MAX_BODY });
+  if (bug === "express-json") parser = express.json({ limit: MAX_BODY });
+  if (bug === "default-limit") parser = express.raw({ type: () => true }); // 100kb
 
   router.post("/webhooks", parser, async (req, res, next) => {
     land();
