@@ -125,21 +125,34 @@ async def _probe_failure(
     return Failure(expectation.describe(), shown, "\n".join(lines))
 
 
-@check("effects")
-async def _effects(run: WireRun, expectation: Expectation) -> Verdict:
-    """The probe shows exactly ``equals`` effects for the event."""
-    probe = run.options.probe
-    if probe is None:
-        return Unjudged("no probe: effects not observed, judged by status codes only")
-    label = expectation.args["event"]
-    event = run.events.get(label)
-    if event is None:
-        return Failure(expectation.describe(), f"event {label!r} was never sent", "")
-    await run.limiter.wait()
-    snapshot = await probe.read(run.probe_http, event.event_id, run.options.timeout)
-    if snapshot.effects != int(expectation.args["equals"]):
-        return await _probe_failure(run, expectation, label, snapshot.describe())
-    return None
+def _probe_count(field: str, unjudged: str) -> CheckFn:
+    """A check that the probe shows exactly ``equals`` of ``field`` (``effects``,
+    ``deliveries``) for the event."""
+
+    async def judge(run: WireRun, expectation: Expectation) -> Verdict:
+        probe = run.options.probe
+        if probe is None:
+            return Unjudged(unjudged)
+        label = expectation.args["event"]
+        event = run.events.get(label)
+        if event is None:
+            return Failure(expectation.describe(), f"event {label!r} was never sent", "")
+        await run.limiter.wait()
+        snapshot = await probe.read(run.probe_http, event.event_id, run.options.timeout)
+        if getattr(snapshot, field) != int(expectation.args["equals"]):
+            return await _probe_failure(run, expectation, label, snapshot.describe())
+        return None
+
+    judge.__doc__ = f"The probe shows exactly ``equals`` {field} for the event."
+    return judge
+
+
+check("effects")(
+    _probe_count("effects", "no probe: effects not observed, judged by status codes only")
+)
+check("deliveries")(  # copies of other events were not counted under its id
+    _probe_count("deliveries", "no probe: deliveries not observed, judged by status codes only")
+)
 
 
 @check("committed")

@@ -51,6 +51,12 @@ be verified. (Stripe-style ids travel in the signed body, GitHub's delivery id i
 authentic delivery can lack them.)"""
 
 
+CASE_SENSITIVE_IDS: frozenset[str] = frozenset(
+    name for name, s in _BY_NAME.items() if s.case_sensitive_ids
+)
+"""The schemes whose event ids differ when only their letter case does."""
+
+
 def scheme_choices() -> str:
     """The schemes to choose from, for messages: ``standard, stripe or github``."""
     *most, last = _BY_NAME
@@ -152,5 +158,5 @@ class Scenario:
         return any(e.check in EFFECT_CHECKS for e in self.expectations_of(Side.RECEIVER))
 
 
-EFFECT_CHECKS: frozenset[str] = frozenset({"effects", "committed"})
+EFFECT_CHECKS: frozenset[str] = frozenset({"effects", "deliveries", "committed"})
 """Checks that read the receiver's effects through the probe."""

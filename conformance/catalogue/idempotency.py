@@ -8,7 +8,15 @@ scripted receiver, and the sender-side expectations say what it must have put on
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Severity, Side, expect, step
+from conformance.model import (
+    CASE_SENSITIVE_IDS,
+    Harness,
+    Scenario,
+    Severity,
+    Side,
+    expect,
+    step,
+)
 
 __all__ = ["SCENARIOS"]
 
@@ -237,6 +245,28 @@ SCENARIOS: tuple[Scenario, ...] = (
                 state="delivered",
             ),
         ),
+    ),
+    Scenario(
+        id="idempotency.case-distinct-ids",
+        title="Two event ids that differ only in letter case",
+        guarantee="Event ids are compared exactly: two events whose ids differ only in case are "
+        "both applied, each counted on its own (a case-insensitive key, such as MySQL's default "
+        "collation, drops the second as a duplicate).",
+        severity=Severity.MUST,
+        tags=frozenset({Harness.R, Harness.C}),
+        steps=(
+            step("deliver", event="a", label="first"),
+            step("deliver", event="b", label="second", id_case_of="a"),
+        ),
+        expectations=(
+            expect("status", "the first event is 2xx", label="first", allowed=("2xx",)),
+            expect("status", "the second event is 2xx", label="second", allowed=("2xx",)),
+            expect("effects", "the probe shows 1 effect for the first", event="a", equals=1),
+            expect("effects", "the probe shows 1 effect for the second", event="b", equals=1),
+            expect("deliveries", "the first counts its own one delivery", event="a", equals=1),
+            expect("deliveries", "the second counts its own one delivery", event="b", equals=1),
+        ),
+        schemes=CASE_SENSITIVE_IDS,
     ),
     Scenario(
         id="idempotency.staggered-duplicates",

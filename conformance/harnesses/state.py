@@ -133,15 +133,31 @@ class WireRun:
 
     def new_event_id(self) -> str:
         slug = self.scenario_id.replace(".", "-")
-        return f"evt_hp_{self.options.nonce}_{slug}_{next(self._counter)}"
+        return f"{self._id_prefix}{slug}_{next(self._counter)}"
+
+    @property
+    def _id_prefix(self) -> str:
+        return f"evt_hp_{self.options.nonce}_"
 
     def event(
-        self, label: str, *, same_body_as: str | None = None, body: str = "template"
+        self,
+        label: str,
+        *,
+        same_body_as: str | None = None,
+        body: str = "template",
+        id_case_of: str | None = None,
     ) -> EventOnWire:
+        """The event called ``label`` in this scenario (made on first use); with
+        ``id_case_of``, its id is that event's id with the case of every letter after the
+        run's prefix swapped: another id that only a case-insensitive store would confuse."""
         known = self.events.get(label)
         if known is not None:
             return known
-        event_id = self.new_event_id()
+        if id_case_of is not None:
+            prefix, original = self._id_prefix, self.event(id_case_of).event_id
+            event_id = prefix + original[len(prefix) :].swapcase()
+        else:
+            event_id = self.new_event_id()
         if same_body_as is not None:
             reference = self.event(same_body_as).event_id
             payload = self.options.payloads.body(event_id, variant=body, reference=reference)

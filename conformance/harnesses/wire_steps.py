@@ -47,7 +47,9 @@ def action(name: str) -> Callable[[ActionFn], ActionFn]:
 
 @action("deliver")
 async def _deliver(run: WireRun, args: Mapping[str, Any]) -> None:
-    event = run.event(args["event"], body=args.get("body", "template"))
+    event = run.event(
+        args["event"], body=args.get("body", "template"), id_case_of=args.get("id_case_of")
+    )
     request = run.signed(event, skew=run.skew(args), mutation=args.get("mutation", "none"))
     await run.send(args["label"], request, event.event_id)
 

@@ -395,6 +395,11 @@ class Scheme(Protocol):
         ...
 
     @property
+    def case_sensitive_ids(self) -> bool:
+        """Whether two event ids that differ only in letter case are two events."""
+        ...
+
+    @property
     def roles(self) -> tuple[str, ...]:
         """The roles of :data:`ROLES` a delivery of this scheme carries, in that order."""
         ...
@@ -472,6 +477,9 @@ class SchemeBase:
     timestamp_header: ClassVar[str | None] = None
     """The header that carries the signed timestamp on its own (``None``: none or elsewhere)."""
     id_in_body: ClassVar[bool] = False
+    case_sensitive_ids: ClassVar[bool] = True
+    """Whether two event ids that differ only in letter case are two events (GitHub's delivery
+    id is a GUID: hex, which no one is wrong to compare case-insensitively)."""
     several_signatures: ClassVar[bool] = False
     unsigned_headers: ClassVar[frozenset[str]] = frozenset()
     clear_fields: ClassVar[frozenset[str]] = frozenset()

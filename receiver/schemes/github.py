@@ -40,6 +40,7 @@ class GitHubStyle(SchemeBase):
     signature_header: ClassVar[str] = "x-hub-signature-256"
     id_header: ClassVar[str | None] = "x-github-delivery"
     unsigned_headers: ClassVar[frozenset[str]] = frozenset({"x-github-delivery"})
+    case_sensitive_ids: ClassVar[bool] = False  # a GUID
     garbled_signature: ClassVar[str] = "sha256=zz"
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(r"sha256=[0-9a-fA-F]{64}")
 

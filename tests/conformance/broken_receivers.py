@@ -73,6 +73,8 @@ BROKEN: Mapping[str, str] = {
     "no-body-limit": "accepts a body of any size",
     "body-limit-500": "raises (500) when the body is over its limit",
     "limit-below-declared": "keeps a framework default of 1 KiB, below the limit it declares",
+    "case-insensitive-ids": "keys its inbox on the event id COLLATE NOCASE (as MySQL's default "
+    "collation does)",
 }
 """Every broken receiver: its bug in words."""
 
@@ -150,6 +152,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "no-body-limit": frozenset({"size.over-limit"}),
     "body-limit-500": frozenset({"size.over-limit"}),
     "limit-below-declared": frozenset({"size.within-limit"}),
+    "case-insensitive-ids": frozenset({"idempotency.case-distinct-ids"}),
 }
 """For each broken receiver, the scenarios that must fail against it (with a probe)."""
 
@@ -188,12 +191,12 @@ def _problem(state: _State, status: int, slug: str, detail: str) -> Response:
     )
 
 
-def _schema(db: sqlite3.Connection) -> None:
+def _schema(db: sqlite3.Connection, *, key_collation: str = "BINARY") -> None:
     db.executescript(
-        """
+        f"""
         CREATE TABLE IF NOT EXISTS inbox (
-            key TEXT PRIMARY KEY, event_id TEXT, state TEXT, status INTEGER, deliveries INTEGER,
-            created REAL);
+            key TEXT PRIMARY KEY COLLATE {key_collation}, event_id TEXT, state TEXT,
+            status INTEGER, deliveries INTEGER, created REAL);
         CREATE TABLE IF NOT EXISTS effects (event_id TEXT);
         """
     )
@@ -349,7 +352,7 @@ def plain_receiver(
     assert not unknown, unknown
     db = sqlite3.connect(db_path, check_same_thread=False, isolation_level=None)
     db.execute("PRAGMA journal_mode=WAL") if db_path != ":memory:" else None
-    _schema(db)
+    _schema(db, key_collation="NOCASE" if "case-insensitive-ids" in bugs else "BINARY")
     secrets = [secret] if isinstance(secret, str) else list(secret)
     if "key-not-decoded" in bugs or verify is not None:
         keys = [s.encode() for s in secrets]

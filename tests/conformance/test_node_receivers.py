@@ -36,6 +36,7 @@ NODE_MUST_FAIL: dict[str, frozenset[str]] = {
     "timing-safe-equal": frozenset({"signature.wrong-length-entry"}),
     "starts-with": frozenset({"signature.truncated-signature"}),
     "default-limit": frozenset({"size.within-limit"}),
+    "lowercase-key": frozenset({"idempotency.case-distinct-ids"}),
     "express-json": frozenset({"signature.raw-bytes"}),
     "tolerance-in-ms": frozenset({"clock.past-outside", "clock.replay-after-window"}),
     "no-await-commit": frozenset({"response.ack-after-commit"}),

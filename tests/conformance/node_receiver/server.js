@@ -34,6 +34,7 @@ const BUGS = {
   "header-case": "reads req.headers['Webhook-Id'] (Node lower-cases header names)",
   "starts-with": "compares the base64 strings with expected.startsWith(sig): a prefix passes",
   "default-limit": "express.raw() without a limit: express's 100kb default, below the limit declared",
+  "lowercase-key": "normalises the dedupe key with eventId.toLowerCase()",
 };
 
 const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -152,8 +153,9 @@ function variant(bug) {
       if (document === null || typeof document !== "object" || Array.isArray(document)) {
         return problem(res, 400, "invalid-payload", "the body is not a JSON object");
       }
-      const key =
-        bug === "dedupe-on-signature" ? `${eventId} ${req.headers["webhook-signature"]}` : eventId;
+      let key = eventId;
+      if (bug === "dedupe-on-signature") key = `${eventId} ${req.headers["webhook-signature"]}`;
+      if (bug === "lowercase-key") key = eventId.toLowerCase();
       const known = inbox.get(key);
       if (known) {
         known.deliveries += 1;
