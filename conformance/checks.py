@@ -126,8 +126,8 @@ async def _probe_failure(
 
 
 def _probe_count(field: str, unjudged: str) -> CheckFn:
-    """A check that the probe shows exactly ``equals`` of ``field`` (``effects``,
-    ``deliveries``) for the event."""
+    """A check that the probe shows exactly ``equals`` (or at most ``at_most``) of ``field``
+    (``effects``, ``deliveries``) for the event."""
 
     async def judge(run: WireRun, expectation: Expectation) -> Verdict:
         probe = run.options.probe
@@ -139,11 +139,14 @@ def _probe_count(field: str, unjudged: str) -> CheckFn:
             return Failure(expectation.describe(), f"event {label!r} was never sent", "")
         await run.limiter.wait()
         snapshot = await probe.read(run.probe_http, event.event_id, run.options.timeout)
-        if getattr(snapshot, field) != int(expectation.args["equals"]):
+        count: int = getattr(snapshot, field)
+        args = expectation.args
+        wrong = count > int(args["at_most"]) if "at_most" in args else count != int(args["equals"])
+        if wrong:
             return await _probe_failure(run, expectation, label, snapshot.describe())
         return None
 
-    judge.__doc__ = f"The probe shows exactly ``equals`` {field} for the event."
+    judge.__doc__ = f"The probe shows exactly ``equals`` (or at most ``at_most``) {field}."
     return judge
 
 
