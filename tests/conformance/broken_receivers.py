@@ -309,7 +309,7 @@ def _verify(state: _State, headers: Mapping[str, str], body: bytes) -> Response 
         signed_body = body.decode("ascii", "replace").encode("ascii", "replace")
     signed = f"{event_id}.{raw_ts}.".encode() + signed_body
     keys = state.keys[:1] if "only-first-secret" in bugs else state.keys
-    equal = hmac.compare_digest
+    equal: Callable[[bytes, bytes], bool] = hmac.compare_digest
     if "crash-on-wrong-length" in bugs:
         equal = _length_checked_equal
     elif "prefix-compare" in bugs:
