@@ -22,6 +22,7 @@ __all__ = [
     "X_IDS",
     "ZooSender",
     "assert_aimed_failures",
+    "assert_passes_every_scenario",
     "assert_redirect_fails_at_should",
     "assert_signature_fails_alone",
     "breaks_must",
@@ -78,6 +79,14 @@ class ZooSender:
         )
         scenarios = json.loads(report.read_text())["scenarios"]
         return code, {s["id"]: s for s in scenarios}
+
+
+def assert_passes_every_scenario(sender: ZooSender, variant: str, report: Path) -> None:
+    """``variant`` passes every sender scenario and check-sender exits 0."""
+    code, scenarios = sender.judge(variant, report)
+    outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
+    assert outcomes == dict.fromkeys(X_IDS, "passed"), scenarios
+    assert code == 0
 
 
 def breaks_must(scenario: dict[str, Any]) -> bool:

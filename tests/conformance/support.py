@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import os
 import re
 import shutil
 import subprocess
@@ -151,6 +152,26 @@ def check_zoo_variant(
         max_body=max_body,
         **overrides,
     )
+
+
+def go_build(source: Path, folder: Path, zoo: str) -> tuple[Path | None, str]:
+    """``source``/main.go built into ``folder`` (standard library only, its own build cache):
+    the binary, or ``None`` and why the Go ``zoo`` ("receivers", "senders") cannot run here."""
+    go = shutil.which("go")
+    if go is None:
+        return None, f"go is not installed (the Go {zoo} of the zoo need go >= 1.19)"
+    binary = folder / "zoo"
+    env = {**os.environ, "GOCACHE": str(folder / "gocache"), "GOFLAGS": "", "CGO_ENABLED": "0"}
+    done = subprocess.run(
+        [go, "build", "-o", str(binary), "main.go"],
+        cwd=source,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
+    if done.returncode != 0:
+        return None, f"go build failed: {done.stderr.decode(errors='replace')[-300:]}"
+    return binary, ""
 
 
 def jdk_unavailable(zoo: str) -> str | None:

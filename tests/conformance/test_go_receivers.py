@@ -12,10 +12,7 @@ Skipped, saying why, where ``go`` is not installed or the build fails.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +25,7 @@ from tests.conformance.support import (
     SECRET,
     broken_guarantees,
     check_zoo_variant,
+    go_build,
     other_schemes_only,
     zoo_env,
 )
@@ -102,28 +100,9 @@ def _variants_in_source() -> tuple[list[str], set[str]]:
     return served, table
 
 
-def _build(folder: Path) -> tuple[Path | None, str]:
-    """Build main.go into ``folder``: the binary, or ``None`` and why not."""
-    go = shutil.which("go")
-    if go is None:
-        return None, "go is not installed (the Go receivers of the zoo need go >= 1.19)"
-    binary = folder / "zoo"
-    env = {**os.environ, "GOCACHE": str(folder / "gocache"), "GOFLAGS": "", "CGO_ENABLED": "0"}
-    done = subprocess.run(
-        [go, "build", "-o", str(binary), "main.go"],
-        cwd=HERE,
-        env=env,
-        capture_output=True,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        return None, f"go build failed: {done.stderr.decode(errors='replace')[-300:]}"
-    return binary, ""
-
-
 @pytest.fixture(scope="module")
 def go_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    binary, reason = _build(tmp_path_factory.mktemp("go_receiver"))
+    binary, reason = go_build(HERE, tmp_path_factory.mktemp("go_receiver"), "receivers")
     if binary is None:
         pytest.skip(reason)
     port = free_port()

@@ -14,11 +14,8 @@ Skipped, saying why, where ``go`` is not installed or the build fails.
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
-import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -32,12 +29,13 @@ from tests.conformance.sender_zoos import (
     X_IDS,
     ZooSender,
     assert_aimed_failures,
+    assert_passes_every_scenario,
     assert_redirect_fails_at_should,
     assert_signature_fails_alone,
     breaks_must,
     policy_text,
 )
-from tests.conformance.support import SECRET
+from tests.conformance.support import SECRET, go_build
 from tests.support.processes import ServerProcess, free_port
 
 pytestmark = pytest.mark.subprocess
@@ -163,21 +161,9 @@ def _variants_in_source() -> tuple[list[str], set[str]]:
 
 @pytest.fixture(scope="module")
 def go_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    go = shutil.which("go")
-    if go is None:
-        pytest.skip("go is not installed (the Go senders of the zoo need go >= 1.19)")
-    folder = tmp_path_factory.mktemp("go-sender")
-    binary = folder / "sender"
-    env = {**os.environ, "GOCACHE": str(folder / "gocache"), "GOFLAGS": "", "CGO_ENABLED": "0"}
-    done = subprocess.run(
-        [go, "build", "-o", str(binary), "main.go"],
-        cwd=HERE,
-        env=env,
-        capture_output=True,
-        timeout=300,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"go build failed: {done.stderr.decode(errors='replace')[-300:]}")
+    binary, reason = go_build(HERE, tmp_path_factory.mktemp("go-sender"), "senders")
+    if binary is None:
+        pytest.skip(reason)
     return binary
 
 
@@ -244,10 +230,7 @@ def test_the_correct_go_sender_passes_every_sender_scenario(
     request: pytest.FixtureRequest, tmp_path: Path, jitter: str
 ) -> None:
     sender: ZooSender = request.getfixturevalue(SENDERS[jitter])
-    code, scenarios = sender.judge("correct", tmp_path / "report.json")
-    outcomes = {sid: s["outcome"] for sid, s in scenarios.items()}
-    assert outcomes == dict.fromkeys(X_IDS, "passed"), scenarios
-    assert code == 0
+    assert_passes_every_scenario(sender, "correct", tmp_path / "report.json")
 
 
 @pytest.mark.parametrize(("bug", "must_fail"), sorted(GO_SENDER_MUST_FAIL.items()))
