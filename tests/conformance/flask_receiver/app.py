@@ -488,7 +488,7 @@ class MarkFirst(CarefulStandard):
         return None if inserted else jsonify(received=True, duplicate=True)
 
     def process(self, conn: sqlite3.Connection, event_id: str) -> Response:
-        apply_effect(conn, event_id)
+        apply_effect(conn, event_id, self.work_seconds)  # its own slower handler, not the default
         return jsonify(received=True, event_id=event_id)
 
 
