@@ -1,12 +1,17 @@
-"""What the sender zoos (Node, Java) share: a zoo sender judged by ``hookproof check-sender``
-through its JSON report, the policy file that declares it, and the checks every zoo makes of
-the verdicts (a bug's aimed scenarios failed, a must among them; a signing bug failing only the
-signature scenario; a followed redirect failing at ``should`` only)."""
+"""What the sender zoos (Node, Java, Go) share: a zoo sender judged by ``hookproof check-sender``
+through its JSON report, the policy file that declares it, the control-API senders' process
+(Java and Go: one schedule, ``WEBHOOK_*`` settings, ``POST /v/<variant>/deliveries``), and the
+checks every zoo makes of the verdicts (a bug's aimed scenarios failed, a must among them; a
+signing bug failing only the signature scenario; a followed redirect failing at ``should``
+only)."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+import shlex
+import sys
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +19,7 @@ from conformance.catalogue import CATALOGUE
 from conformance.cli import main
 from conformance.model import Harness, Severity
 from tests.conformance.support import SECRET, SENDER_CHECK_FAST
+from tests.support.processes import ServerProcess, free_port
 
 __all__ = [
     "CLASSIFICATION",
@@ -26,6 +32,7 @@ __all__ = [
     "assert_redirect_fails_at_should",
     "assert_signature_fails_alone",
     "breaks_must",
+    "control_api_sender",
     "policy_text",
 ]
 
@@ -55,6 +62,27 @@ def policy_text(schedule: str, *, max_attempts: int, timeout_s: float) -> str:
     return schedule + limits + CLASSIFICATION
 
 
+RETRY_BASE_S = 0.5
+RETRY_CAP_S = 2
+MAX_ATTEMPTS = 4
+TIMEOUT_S = 1
+CONTROL_API_POLICIES = {
+    "none": f"delays = [0, {RETRY_BASE_S}, {2 * RETRY_BASE_S}, {RETRY_CAP_S}]\n",
+    "full": f'backoff = "full-jitter"\nbase = {RETRY_BASE_S}\ncap = {RETRY_CAP_S}\n',
+}
+"""The policy file declaring a control-API sender by its ``WEBHOOK_JITTER``: ``none`` waits
+exactly min(cap, base * 2^(n-1)) after attempt n (0.5 s, 1 s, 2 s), ``full`` a uniform draw below
+it. The first wait (0.5 s) is shorter than the timeout, so overlapping attempts are seen."""
+
+TRIGGER_SCRIPT = (
+    "import os, sys, urllib.request as u; "
+    "u.urlopen(u.Request(sys.argv[1], data=os.environ['HOOKPROOF_TARGET_URL'].encode(), "
+    "method='POST'), timeout=10)"
+)
+"""What ``--trigger`` runs: POST the scenario's URL to the sender's control API (curl's job, in
+the standard library so the test needs nothing more)."""
+
+
 class ZooSender:
     """One zoo sender process (every variant) and the policy file that declares it;
     ``trigger_for`` is the ``--trigger`` command that makes ``variant`` send one event."""
@@ -79,6 +107,38 @@ class ZooSender:
         )
         scenarios = json.loads(report.read_text())["scenarios"]
         return code, {s["id"]: s for s in scenarios}
+
+
+@contextmanager
+def control_api_sender(
+    argv: Sequence[str], jitter: str, folder: Path, env: Mapping[str, str] | None = None
+) -> Iterator[ZooSender]:
+    """A control-API zoo sender (Java, Go): ``argv`` started with ``WEBHOOK_JITTER=jitter``, the
+    schedule above and ``env``; the policy file declaring it written in ``folder``; each
+    variant triggered by :data:`TRIGGER_SCRIPT` on ``POST /v/<variant>/deliveries``."""
+    policy = folder / "policy.toml"
+    schedule = CONTROL_API_POLICIES[jitter]
+    policy.write_text(policy_text(schedule, max_attempts=MAX_ATTEMPTS, timeout_s=TIMEOUT_S))
+    port = free_port()
+    settings = {
+        "WEBHOOK_SECRET": SECRET,
+        "WEBHOOK_BASE_DELAY": str(RETRY_BASE_S),
+        "WEBHOOK_MAX_DELAY": str(RETRY_CAP_S),
+        "WEBHOOK_JITTER": jitter,
+        "WEBHOOK_MAX_ATTEMPTS": str(MAX_ATTEMPTS),
+        "WEBHOOK_TIMEOUT": str(TIMEOUT_S),
+        "PORT": str(port),
+        **(env or {}),
+    }
+    base = f"http://127.0.0.1:{port}"
+
+    def trigger(variant: str) -> str:
+        control = f"{base}/v/{variant}/deliveries"
+        return shlex.join([sys.executable, "-c", TRIGGER_SCRIPT, control])
+
+    with ServerProcess.start(list(argv), env=settings, ready_url=f"{base}/healthz") as server:
+        yield ZooSender(policy, trigger)
+        server.close()
 
 
 def assert_passes_every_scenario(sender: ZooSender, variant: str, report: Path) -> None:

@@ -15,10 +15,7 @@ Skipped, saying why, where ``go`` is not installed or the build fails.
 from __future__ import annotations
 
 import re
-import shlex
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -33,25 +30,13 @@ from tests.conformance.sender_zoos import (
     assert_redirect_fails_at_should,
     assert_signature_fails_alone,
     breaks_must,
-    policy_text,
+    control_api_sender,
 )
-from tests.conformance.support import SECRET, go_build
-from tests.support.processes import ServerProcess, free_port
+from tests.conformance.support import go_build
 
 pytestmark = pytest.mark.subprocess
 
 HERE = Path(__file__).resolve().parent / "go_sender"
-
-RETRY_BASE_S = 0.5
-RETRY_CAP_S = 2
-MAX_ATTEMPTS = 4
-TIMEOUT_S = 1
-POLICIES = {
-    "none": f"delays = [0, {RETRY_BASE_S}, {2 * RETRY_BASE_S}, {RETRY_CAP_S}]\n",
-    "full": f'backoff = "full-jitter"\nbase = {RETRY_BASE_S}\ncap = {RETRY_CAP_S}\n',
-}
-"""The policy file declaring what main.go does, by its WEBHOOK_JITTER: ``none`` waits exactly
-min(cap, base * 2^(n-1)) after attempt n (0.5 s, 1 s, 2 s), ``full`` a uniform draw below it."""
 
 GO_SENDER_MUST_FAIL: dict[str, frozenset[str]] = {
     "uuid-per-attempt": frozenset({"sender.event-id-stable"}),
@@ -136,17 +121,6 @@ why. ``stale-timestamp`` is not listed: under full jitter it is caught only when
 happen to put two attempts more than slack + 1 s apart, so it is judged on the fixed schedule
 only."""
 
-TRIGGER_SCRIPT = (
-    "import os, sys, urllib.request as u; "
-    "u.urlopen(u.Request(sys.argv[1], data=os.environ['HOOKPROOF_TARGET_URL'].encode(), "
-    "method='POST'), timeout=10)"
-)
-"""What ``--trigger`` runs: POST the scenario's URL to the sender's control API."""
-
-
-def _trigger(base: str, variant: str) -> str:
-    return shlex.join([sys.executable, "-c", TRIGGER_SCRIPT, f"{base}/v/{variant}/deliveries"])
-
 
 def _variants_in_source() -> tuple[list[str], set[str]]:
     """The variants main.go serves (``variantNames``) and the names of its ``BUGS`` table."""
@@ -167,31 +141,12 @@ def go_binary(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return binary
 
 
-@contextmanager
-def serving(jitter: str, binary: Path, folder: Path) -> Iterator[ZooSender]:
-    """main.go with ``WEBHOOK_JITTER=jitter`` and the policy file declaring it."""
-    policy = folder / "policy.toml"
-    policy.write_text(policy_text(POLICIES[jitter], max_attempts=MAX_ATTEMPTS, timeout_s=TIMEOUT_S))
-    port = free_port()
-    env = {
-        "WEBHOOK_SECRET": SECRET,
-        "WEBHOOK_BASE_DELAY": str(RETRY_BASE_S),
-        "WEBHOOK_MAX_DELAY": str(RETRY_CAP_S),
-        "WEBHOOK_JITTER": jitter,
-        "WEBHOOK_MAX_ATTEMPTS": str(MAX_ATTEMPTS),
-        "WEBHOOK_TIMEOUT": str(TIMEOUT_S),
-        "PORT": str(port),
-    }
-    base = f"http://127.0.0.1:{port}"
-    with ServerProcess.start([str(binary)], env=env, ready_url=f"{base}/healthz") as server:
-        yield ZooSender(policy, lambda variant: _trigger(base, variant))
-        server.close()
-
-
 @pytest.fixture(scope="module")
 def fixed_sender(go_binary: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ZooSender]:
     """main.go with WEBHOOK_JITTER=none: waits of exactly 0.5 s, 1 s, 2 s."""
-    with serving("none", go_binary, tmp_path_factory.mktemp("go-policy-none")) as sender:
+    with control_api_sender(
+        [str(go_binary)], "none", tmp_path_factory.mktemp("go-policy-none")
+    ) as sender:
         yield sender
 
 
@@ -200,7 +155,9 @@ def jittered_sender(
     go_binary: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[ZooSender]:
     """main.go with WEBHOOK_JITTER=full: waits drawn below 0.5 s, 1 s, 2 s."""
-    with serving("full", go_binary, tmp_path_factory.mktemp("go-policy-full")) as sender:
+    with control_api_sender(
+        [str(go_binary)], "full", tmp_path_factory.mktemp("go-policy-full")
+    ) as sender:
         yield sender
 
 

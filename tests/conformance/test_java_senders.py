@@ -14,11 +14,9 @@ Skipped, saying why, where no JDK >= 17 is installed.
 
 from __future__ import annotations
 
-import shlex
 import subprocess
-import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -33,26 +31,13 @@ from tests.conformance.sender_zoos import (
     assert_redirect_fails_at_should,
     assert_signature_fails_alone,
     breaks_must,
-    policy_text,
+    control_api_sender,
 )
-from tests.conformance.support import SECRET, jdk_unavailable
-from tests.support.processes import ServerProcess, free_port
+from tests.conformance.support import jdk_unavailable
 
 pytestmark = pytest.mark.subprocess
 
 SOURCE = Path(__file__).resolve().parent / "java_sender" / "WebhookSender.java"
-
-RETRY_BASE_S = 0.5
-RETRY_CAP_S = 2
-MAX_ATTEMPTS = 4
-TIMEOUT_S = 1
-POLICIES = {
-    "none": f"delays = [0, {RETRY_BASE_S}, {2 * RETRY_BASE_S}, {RETRY_CAP_S}]\n",
-    "full": f'backoff = "full-jitter"\nbase = {RETRY_BASE_S}\ncap = {RETRY_CAP_S}\n',
-}
-"""The policy file declaring what WebhookSender.java does, by its WEBHOOK_JITTER: ``none`` waits
-exactly min(cap, base * 2^(n-1)) after attempt n (0.5 s, 1 s, 2 s), ``full`` a uniform draw below
-it. The first wait (0.5 s) is shorter than the timeout, so overlapping attempts are seen."""
 
 JAVA_MUST_FAIL: dict[str, frozenset[str]] = {
     "no-request-timeout": frozenset({"sender.retry-timeout"}),
@@ -93,21 +78,6 @@ JAVA_UNSEEN: dict[tuple[str, str], str] = {
 """The broken variants (with a jitter) check-sender passes on every ``must``, and why."""
 
 
-TRIGGER_SCRIPT = (
-    "import os, sys, urllib.request as u; "
-    "u.urlopen(u.Request(sys.argv[1], data=os.environ['HOOKPROOF_TARGET_URL'].encode(), "
-    "method='POST'), timeout=10)"
-)
-"""What ``--trigger`` runs: POST the scenario's URL to the sender's control API (curl's job, in
-the standard library so the test needs nothing more)."""
-
-
-def _trigger(base: str, variant: str) -> str:
-    """:data:`TRIGGER_SCRIPT` on ``variant``'s control API: one new delivery."""
-    control = f"{base}/v/{variant}/deliveries"
-    return shlex.join([sys.executable, "-c", TRIGGER_SCRIPT, control])
-
-
 @pytest.fixture(scope="module")
 def java_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     reason = jdk_unavailable("senders")
@@ -124,29 +94,13 @@ def java_classes(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return classes
 
 
-@contextmanager
 def _serving(
     jitter: str, classes: Path, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ZooSender]:
-    policy = tmp_path_factory.mktemp(f"java-policy-{jitter}") / "policy.toml"
-    policy.write_text(policy_text(POLICIES[jitter], max_attempts=MAX_ATTEMPTS, timeout_s=TIMEOUT_S))
-    port = free_port()
-    env = {
-        "WEBHOOK_SECRET": SECRET,
-        "WEBHOOK_BASE_DELAY": str(RETRY_BASE_S),
-        "WEBHOOK_MAX_DELAY": str(RETRY_CAP_S),
-        "WEBHOOK_JITTER": jitter,
-        "WEBHOOK_MAX_ATTEMPTS": str(MAX_ATTEMPTS),
-        "WEBHOOK_TIMEOUT": str(TIMEOUT_S),
-        "PORT": str(port),
-        "LC_ALL": "C",  # a bare container: the platform charset is ASCII
-        "LANG": "C",
-    }
-    base = f"http://127.0.0.1:{port}"
+) -> AbstractContextManager[ZooSender]:
     argv = ["java", "-cp", str(classes), "WebhookSender"]
-    with ServerProcess.start(argv, env=env, ready_url=f"{base}/healthz") as server:
-        yield ZooSender(policy, lambda variant: _trigger(base, variant))
-        server.close()
+    folder = tmp_path_factory.mktemp(f"java-policy-{jitter}")
+    c_locale = {"LC_ALL": "C", "LANG": "C"}  # a bare container: the platform charset is ASCII
+    return control_api_sender(argv, jitter, folder, c_locale)
 
 
 @pytest.fixture(scope="module")
