@@ -25,6 +25,7 @@ __all__ = [
     "PRESETS",
     "REFUSALS",
     "RETRY_LATER",
+    "UNSIGNED_ID",
     "Answers",
     "refusal_of",
     "resolve_answers",
@@ -38,6 +39,7 @@ REFUSALS: Mapping[str, str] = {
     "bad_signature": "the signature does not match (tampered body, unknown secret)",
     "stale_timestamp": "the signed timestamp is outside the tolerance (or replayed after it)",
     "in_flight": "a copy arrives while another copy of the same event is being handled",
+    "unsigned_id": "an authentic delivery's unsigned event-id header (X-GitHub-Delivery) is broken",
 }
 """Every refusal class and what triggers it."""
 
@@ -45,6 +47,10 @@ IN_FLIGHT = "in_flight"
 """The refusal class of a copy that arrives while another copy is in flight: it may be answered
 2xx (once the event is committed) or asked to come back later with one of
 :data:`RETRY_LATER` — which of them is a convention."""
+
+UNSIGNED_ID = "unsigned_id"
+"""The refusal class of an authentic delivery whose unsigned id header is broken: it may be
+accepted (the signature holds) or refused with a 4xx — which, is a convention."""
 
 RETRY_LATER: tuple[int, ...] = (409, 423, 425, 429, 503)
 """The answers that tell every sender to try an in-flight copy again later (409 Conflict,
@@ -61,6 +67,7 @@ PRESETS: Mapping[str, Mapping[str, tuple[int, ...]]] = {
         "bad_signature": (401,),
         "stale_timestamp": (401,),
         "in_flight": (503,),
+        "unsigned_id": (400,),
     },
 }
 """Named conventions: ``stripe`` (what Stripe's, Svix's and Standard Webhooks' samples answer:

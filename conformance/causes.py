@@ -26,7 +26,7 @@ CAUSES: Mapping[str, str] = {
     "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
     "compare": "compare the whole signature in constant time (hmac.compare_digest, "
     "crypto.timingSafeEqual after a length check), never a prefix of it",
-    "event-id": "refuse a delivery without an event id (400): it could never be deduplicated",
+    "event-id": "refuse a delivery without a usable event id (400): it could never be deduplicated",
     "signature-list": "try every entry of the signature header against every active secret, "
     "skipping unknown versions",
     "raw-bytes": "verify the exact bytes received, never re-serialized JSON or text decoded and "
@@ -56,6 +56,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.wrong-secret", "verify"),
     ("signature.missing-*", "parse"),
     ("signature.id-less-event", "event-id"),
+    ("signature.malformed-unsigned-id", "event-id"),
     ("signature.malformed-*", "parse"),
     ("signature.truncated-signature", "compare"),
     ("signature.rotation", "signature-list"),

@@ -19,6 +19,7 @@ from typing import Any
 
 from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
+from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
 from receiver.signing import SCHEMES
 
@@ -54,6 +55,9 @@ class CheckSettings:
     max_body: int | None = None
     """The receiver's declared body limit in bytes (``--max-body``; ``None``: not judged)."""
     show_secrets: bool = False
+    headers: tuple[tuple[str, str], ...] = ()
+    """Extra headers on every webhook, ``(name, value)`` (``--header``, ``[headers]``; see
+    :mod:`conformance.extra_headers`)."""
     answers: Answers = ()
     """The refusal codes the platform's sender relies on (``[answers]`` or a preset name)."""
     json: str | None = None
@@ -71,6 +75,7 @@ class CheckSettings:
         shown = {f.name: getattr(self, f.name) for f in fields(self)}
         shown["secrets"] = ("***",) * len(self.secrets)
         shown["probe_token"] = "***" if self.probe_token else None
+        shown["headers"] = tuple((name, "***") for name, _ in self.headers)
         return "CheckSettings(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     def merged(self, overrides: Mapping[str, Any]) -> CheckSettings:
@@ -101,6 +106,8 @@ class CheckSettings:
             value = getattr(self, f.name)
             if f.name == "answers":
                 value = {refusal: list(codes) for refusal, codes in value}
+            elif f.name == "headers":  # names only: a value may be a credential
+                value = [name for name, _ in value]
             elif isinstance(value, tuple):
                 value = list(value)
             shown[f.name] = value
@@ -162,6 +169,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "samples": int,
 }
 _LISTS = {"select", "deselect", "secret", "secrets"}
+_TABLES = {"answers", "headers"}
 
 
 def substitute_env(value: str, key: str, environ: Mapping[str, str]) -> str:
@@ -224,14 +232,31 @@ def load_config(
         data = tool.get("hookproof", {}) if isinstance(tool, dict) else {}
         if not isinstance(data, dict):
             raise ConfigError(f"[tool.hookproof] in {str(path)!r} must be a table")
-    table = {k: v for k, v in data.items() if not isinstance(v, dict) or k == "answers"}
+    table = {k: v for k, v in data.items() if not isinstance(v, dict) or k in _TABLES}
     if isinstance(data.get("check"), dict):
         table.update(data["check"])
     return _convert(table, path, os.environ if environ is None else environ)
 
 
+def _headers_table(
+    value: Any, raw_key: str, path: Path, environ: Mapping[str, str]
+) -> tuple[tuple[str, str], ...]:
+    """A ``[headers]`` table (``Name = "value"``, ``${ENV}`` allowed) as header pairs."""
+    where = f"'{raw_key}' in {str(path)!r}"
+    if not isinstance(value, dict):
+        raise ConfigError(f"{where} must be a table of header names and values")
+    substituted = {
+        name: substitute_env(item, raw_key, environ) if isinstance(item, str) else item
+        for name, item in value.items()
+    }
+    try:
+        return parse_headers(substituted, where)
+    except UsageError as error:
+        raise ConfigError(str(error)) from None
+
+
 def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -> dict[str, Any]:
-    known = set(_TYPES) | _LISTS | {"show_secrets", "answers"}
+    known = set(_TYPES) | _LISTS | _TABLES | {"show_secrets"}
     values: dict[str, Any] = {}
     for raw_key, value in table.items():
         key = raw_key.replace("-", "_")
@@ -247,6 +272,8 @@ def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -
             values["secrets" if key in ("secret", "secrets") else key] = converted
         elif key == "answers":
             values[key] = resolve_answers(value, f"'answers' in {str(path)!r}")
+        elif key == "headers":
+            values[key] = _headers_table(value, raw_key, path, environ)
         elif key == "show_secrets":
             if not isinstance(value, bool):
                 raise ConfigError("config key 'show_secrets' must be true or false")

@@ -10,14 +10,15 @@ scenario's severity; and the *convention* — the exact code — ``should``, unl
 declared the codes its sender relies on (:mod:`conformance.answers`), which makes it as severe as
 the scenario. A copy that arrives while another is in flight (the ``in_flight`` class) is judged
 the same way, with its own guarantee: answered 2xx, or asked to come back later (409, 423, 425,
-429 or 503), never another 5xx, a 410 or nothing.
+429 or 503), never another 5xx, a 410 or nothing; so is an authentic delivery whose unsigned id
+header is broken: accepted or refused with a 4xx, never a 5xx, a 410 or nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.answers import IN_FLIGHT, RETRY_LATER, refusal_of
+from conformance.answers import IN_FLIGHT, RETRY_LATER, UNSIGNED_ID, refusal_of
 from conformance.checks import RECEIVER_CHECKS, Unjudged, status_matches
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
@@ -42,12 +43,22 @@ def _asked_back(exchange: Exchange) -> bool:
     return status is not None and (200 <= status < 300 or status in RETRY_LATER)
 
 
+def _answered(exchange: Exchange) -> bool:
+    status = exchange.status
+    return status is not None and (200 <= status < 300 or _refused(exchange))
+
+
 _RETRY_LATER_TEXT = ", ".join(str(code) for code in RETRY_LATER)
 _GUARANTEES = {
     IN_FLIGHT: (
         _asked_back,
         f"2xx, or asked to come back later ({_RETRY_LATER_TEXT}); never another 5xx, a 410 "
         "or no answer",
+    ),
+    UNSIGNED_ID: (
+        _answered,
+        "answered 2xx (the signature holds) or refused with a 4xx (not 410); never a 5xx, "
+        "always answered",
     ),
 }
 """The guarantee of a refusal class, where it is not that of bad input (refused with a 4xx)."""

@@ -22,6 +22,7 @@ __all__ = [
     "SEVERAL_SIGNATURES",
     "SIGNED_IDS",
     "TIMED",
+    "UNSIGNED_HEADERS",
     "Expectation",
     "Harness",
     "Scenario",
@@ -49,6 +50,10 @@ SIGNED_IDS: frozenset[str] = frozenset(
 """The schemes whose event id header is part of the signed content: without it a delivery cannot
 be verified. (Stripe-style ids travel in the signed body, GitHub's delivery id is not signed: an
 authentic delivery can lack them.)"""
+UNSIGNED_HEADERS: frozenset[str] = frozenset(
+    name for name, s in _BY_NAME.items() if s.unsigned_headers
+)
+"""The schemes with a webhook header the signature does not cover (GitHub's delivery id)."""
 
 
 CASE_SENSITIVE_IDS: frozenset[str] = frozenset(

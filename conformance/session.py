@@ -56,7 +56,7 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
         else None
     )
     extra: dict[str, Any] = {"nonce": nonce} if nonce else {}
-    return WireOptions(
+    options = WireOptions(
         url=settings.url,
         scheme=scheme,
         probe=probe,
@@ -72,8 +72,11 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
         answers=settings.answers,
         patience=settings.patience,
         max_body=settings.max_body,
+        headers=settings.headers,
         **extra,
     )
+    options.request_headers  # noqa: B018 - a --header hookproof cannot send is a usage error now
+    return options
 
 
 def plan(settings: CheckSettings, harness: Harness = Harness.C) -> list[Scenario]:

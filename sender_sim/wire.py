@@ -79,11 +79,11 @@ def signed_headers(
     attempt: int,
     deadline_at: datetime,
 ) -> dict[str, str]:
-    """All request headers of one attempt: content type, signature headers, metadata."""
-    headers = {"content-type": "application/json"}
-    headers.update(
-        scheme_named(scheme).sign(body, secrets=secrets, event_id=event_id, timestamp=timestamp)
-    )
+    """All request headers of one attempt: the platform's delivery headers (content type …),
+    the signature headers, the simulator's metadata."""
+    platform = scheme_named(scheme)
+    headers = dict(platform.delivery_headers)
+    headers.update(platform.sign(body, secrets=secrets, event_id=event_id, timestamp=timestamp))
     headers[DELIVERY_ID_HEADER] = delivery_id
     headers[ATTEMPT_HEADER] = str(attempt)
     headers[DEADLINE_HEADER] = rfc3339(deadline_at)

@@ -74,6 +74,11 @@ SCENARIOS: tuple[Scenario, ...] = (
         "shared secret over the exact bytes sent.",
         (answer(500), answer(503), answer(200)),
         _x("signature", "every attempt's signature verifies"),
+        _x(
+            "delivery_headers",
+            "every attempt declares the platform's content type (and GitHub's X-GitHub-Event)",
+            severity=Severity.SHOULD.value,
+        ),
         POLICY,
         DELAYS,
     ),

@@ -8,6 +8,7 @@ from conformance.model import (
     SEVERAL_SIGNATURES,
     SIGNED_IDS,
     TIMED,
+    UNSIGNED_HEADERS,
     Harness,
     Scenario,
     Severity,
@@ -131,9 +132,31 @@ SCENARIOS: tuple[Scenario, ...] = (
     _fuzzed(
         "malformed-headers",
         "Malformed headers (every header's grammar)",
-        "Every webhook header broken one way at a time — empty, garbage, wrong shape, wrong "
-        "encoding, far too long — is refused with a 4xx, never a 5xx, and never applied.",
+        "Every webhook header the signature covers, broken one way at a time — empty, garbage, "
+        "wrong shape, wrong encoding, far too long — is refused with a 4xx, never a 5xx, and "
+        "never applied.",
         "headers",
+    ),
+    Scenario(
+        id="signature.malformed-unsigned-id",
+        title="Malformed event id outside the signature (X-GitHub-Delivery)",
+        guarantee="An authentic delivery whose unsigned event-id header is broken — empty, "
+        "garbage, not ASCII, far too long — is never answered with a 5xx. Refusing it with a "
+        "4xx is the convention (should): the id could not deduplicate it, but the signature "
+        "still holds, so accepting it breaks nothing yet.",
+        severity=Severity.MUST,
+        tags=RC,
+        steps=(step("deliver_fuzzed", event="a", label="fuzzed", kind="unsigned-id", cases=3),),
+        expectations=(
+            expect(
+                "status",
+                "every answer is 4xx",
+                label="fuzzed",
+                allowed=("4xx",),
+                refusal="unsigned_id",
+            ),
+        ),
+        schemes=UNSIGNED_HEADERS,
     ),
     _fuzzed(
         "wrong-length-entry",

@@ -16,7 +16,12 @@ from typing import Any
 import click
 
 from conformance.answers import PRESETS, resolve_answers
-from conformance.commands.options import deselect_option, report_file_options, select_option
+from conformance.commands.options import (
+    deselect_option,
+    header_option,
+    report_file_options,
+    select_option,
+)
 from conformance.config import CheckSettings, load_config
 from conformance.durations import DURATION
 from conformance.exceptions import UsageError
@@ -101,6 +106,7 @@ def run_settings(settings: CheckSettings) -> int:
     help="Probe prefix: GET {prefix}/{event_id} reports effects.",
 )
 @probe_token_option()
+@header_option()
 @select_option()
 @deselect_option()
 @timeout_option(default_text="5")
@@ -185,6 +191,7 @@ def check_command(
     scheme: str | None,
     probe: str | None,
     probe_token: str | None,
+    headers: tuple[tuple[str, str], ...],
     select: tuple[str, ...],
     deselect: tuple[str, ...],
     timeout: float | None,
@@ -213,6 +220,7 @@ def check_command(
         "scheme": scheme,
         "probe": probe,
         "probe_token": probe_token,
+        "headers": headers,
         "select": select,
         "deselect": deselect,
         "timeout": timeout,

@@ -1,6 +1,7 @@
 """The options the conformance commands share, each declared once: ``--select`` and
-``--deselect`` (which scenarios run) and ``--json``, ``--junit`` and ``--ndjson`` (the report
-files), for ``check``, ``check-sender`` and ``demo``.
+``--deselect`` (which scenarios run), ``--json``, ``--junit`` and ``--ndjson`` (the report
+files), for ``check``, ``check-sender`` and ``demo``, and ``--header`` for ``check`` and
+``replay``.
 
 Options every package's commands share (``--secret``, ``--seed``, ``--max-time`` …) are in
 :mod:`receiver.commands.options`.
@@ -13,7 +14,9 @@ from typing import Any, TypeVar
 
 import click
 
-__all__ = ["deselect_option", "report_file_options", "select_option"]
+from conformance.extra_headers import parse_header
+
+__all__ = ["deselect_option", "header_option", "report_file_options", "select_option"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -29,6 +32,27 @@ def deselect_option() -> Callable[[F], F]:
     """``--deselect``: scenarios to leave out (repeatable)."""
     return click.option(
         "--deselect", multiple=True, help="Exclude an id, glob, family, tag or severity."
+    )
+
+
+def header_option() -> Callable[[F], F]:
+    """``-H/--header 'Name: value'`` (repeatable; parameter ``headers``): extra headers on
+    every webhook (:mod:`conformance.extra_headers`)."""
+
+    def parse(
+        _context: click.Context, _param: click.Parameter, values: tuple[str, ...]
+    ) -> tuple[tuple[str, str], ...]:
+        return tuple(parse_header(value) for value in values)
+
+    return click.option(
+        "-H",
+        "--header",
+        "headers",
+        multiple=True,
+        callback=parse,
+        metavar="'NAME: VALUE'",
+        help="Send this header with every webhook too (an API gateway's key, another "
+        "X-GitHub-Event …); repeatable. Credential-like values are redacted in reports.",
     )
 
 

@@ -21,6 +21,7 @@ from rich.text import Text
 
 from conformance.answers import resolve_answers
 from conformance.catalogue import CATALOGUE
+from conformance.commands.options import header_option
 from conformance.config import CheckSettings, load_config
 from conformance.events import Event, RunFinished
 from conformance.exceptions import UsageError
@@ -39,8 +40,19 @@ from receiver.commands.options import (
 
 __all__ = ["ReplayPlan", "judge_replay", "plan_replay", "replay_command"]
 
-_NOT_REPLAYED = {"url", "secrets", "probe_token", "json", "junit", "ndjson", "select", "deselect"}
-"""Settings a report's options never decide for the replay."""
+_NOT_REPLAYED = {
+    "url",
+    "secrets",
+    "probe_token",
+    "headers",
+    "json",
+    "junit",
+    "ndjson",
+    "select",
+    "deselect",
+}
+"""Settings a report's options never decide for the replay (a report names its headers but
+keeps no value: they come from ``--header`` and the config, like the secrets)."""
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,14 @@ def plan_replay(
         raise UsageError(
             "the report was run with a probe: pass --probe-token (or HOOKPROOF_PROBE_TOKEN)"
         )
+    reported = (document.get("options") or {}).get("headers") or []
+    given = {name.lower() for name, _ in settings.headers}
+    missing = [str(name) for name in reported if str(name).lower() not in given]
+    if missing:
+        raise UsageError(
+            f"the report was run with --header {', '.join(missing)}: pass it again (the report "
+            "keeps no header value)"
+        )
     return ReplayPlan(settings, ids, tuple(i for i in failed if i not in known))
 
 
@@ -145,6 +165,7 @@ _STYLES = {"FIXED": "green", "STILL FAILING": "red", "NOT CHECKED": "yellow"}
 @click.argument("report", metavar="REPORT.json")
 @secret_option()
 @probe_token_option()
+@header_option()
 @timeout_option(default_text="the report's")
 @max_time_option()
 @click.option(
@@ -152,13 +173,14 @@ _STYLES = {"FIXED": "green", "STILL FAILING": "red", "NOT CHECKED": "yellow"}
     "config_path",
     default=None,
     metavar="FILE",
-    help="hookproof.toml or pyproject.toml, for the secrets and the probe token.",
+    help="hookproof.toml or pyproject.toml, for the secrets, the probe token and the headers.",
 )
 @verbose_option(shows="every reproduction of what still fails")
 def replay_command(
     report: str,
     secrets: tuple[str, ...],
     probe_token: str | None,
+    headers: tuple[tuple[str, str], ...],
     timeout: float | None,
     max_time: float | None,
     config_path: str | None,
@@ -170,6 +192,7 @@ def replay_command(
     overrides = {
         "secrets": secrets,
         "probe_token": probe_token,
+        "headers": headers,
         "timeout": timeout,
         "max_time": max_time,
     }

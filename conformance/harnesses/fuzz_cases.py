@@ -79,14 +79,23 @@ def _grammar(scheme: str, timestamp: int, rng: random.Random) -> dict[str, list[
 
 
 def header_cases(
-    scheme: str, headers: Mapping[str, str], body: bytes, timestamp: int, rng: random.Random
+    scheme: str,
+    headers: Mapping[str, str],
+    body: bytes,
+    timestamp: int,
+    rng: random.Random,
+    *,
+    unsigned: bool = False,
 ) -> list[FuzzCase]:
-    """Every header of ``headers`` (the genuine ones) replaced, one at a time, by each broken
-    value of its grammar; the body is the genuine one."""
+    """Every header of ``headers`` (the genuine ones) the signature covers replaced, one at a
+    time, by each broken value of its grammar; the body is the genuine one. With ``unsigned``,
+    the headers it does not cover instead (GitHub's ``X-GitHub-Delivery``): the delivery stays
+    authentic, so refusing it is a convention, and only a 5xx breaks a guarantee."""
     genuine = {k: v.encode("latin-1") for k, v in headers.items()}
+    outside = scheme_named(scheme).unsigned_headers
     cases = []
     for name, values in _grammar(scheme, timestamp, rng).items():
-        if name not in genuine:
+        if name not in genuine or (name in outside) is not unsigned:
             continue
         for index, value in enumerate(values):
             cases.append(FuzzCase(f"{name}#{index}", {**genuine, name: value}, body))

@@ -133,7 +133,9 @@ class WireHarness:
             await run.limiter.wait()
             return await run.client.send(request)
 
-        transport = RecordingTransport(forward, run.record, options.timeout)
+        transport = RecordingTransport(
+            forward, run.record, options.timeout, headers=options.request_headers.pairs
+        )
         driver = SenderDriver(
             transport=transport,
             url=options.url,

@@ -63,6 +63,10 @@ ENDPOINT = "target"
 OPERATOR = "conformance@hookproof"
 
 Forward = Callable[[httpx.Request], Awaitable[httpx.Response]]
+_CLIENT_HEADERS = frozenset(
+    {b"host", b"content-length", b"accept", b"accept-encoding", b"connection"}
+)
+"""What the HTTP client adds to every request (with its default user agent): not the sender's."""
 
 
 def _gated(request: httpx.Request, copy: GatedCopy) -> httpx.Request:
@@ -80,31 +84,32 @@ class RecordingTransport(httpx.AsyncBaseTransport):
     """Forwards each request and records it, with its answer, under the current ``label``."""
 
     def __init__(
-        self, forward: Forward, record: Callable[[str, Exchange], None], timeout: float
+        self,
+        forward: Forward,
+        record: Callable[[str, Exchange], None],
+        timeout: float,
+        *,
+        headers: Sequence[tuple[str, bytes]] = (),
     ) -> None:
         self.forward = forward
         self.record = record
         self.timeout = timeout
+        self.headers = tuple(headers)
+        """Set on every request before it is recorded and sent (the user's ``--header``s)."""
         self.label = "unlabelled"
         self.together: ArriveTogether | None = None
         """While set, each forwarded copy's body waits for the group (concurrent copies)."""
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         body = await request.aread()
+        for name, value in self.headers:
+            request.headers[name] = value.decode("latin-1")
         wire = WireRequest(
             str(request.url),
             tuple(
                 (k.decode("latin-1").lower(), v)
                 for k, v in request.headers.raw
-                if k.lower()
-                not in (
-                    b"host",
-                    b"content-length",
-                    b"accept",
-                    b"accept-encoding",
-                    b"connection",
-                    b"user-agent",
-                )
+                if k.lower() not in _CLIENT_HEADERS and not v.startswith(b"python-httpx/")
             ),
             body,
             request.method,

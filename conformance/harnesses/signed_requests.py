@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from conformance.exceptions import UsageError
+from conformance.extra_headers import RequestHeaders
 from conformance.model import scheme_choices
 from conformance.shell import curl_command
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
@@ -58,18 +59,38 @@ class WireRequest:
     def httpx_headers(self) -> list[tuple[bytes, bytes]]:
         return [(name.encode("latin-1"), value) for name, value in self.headers]
 
-    def curl(self, *, signature_header: str | None, show_secrets: bool = False) -> str:
+    def curl(
+        self,
+        *,
+        signature_header: str | None,
+        show_secrets: bool = False,
+        credentials: frozenset[str] = frozenset(),
+    ) -> str:
         """A runnable ``curl`` command that sends these exact bytes
-        (:func:`conformance.shell.curl_command`); the signature header's values redacted by
-        default."""
+        (:func:`conformance.shell.curl_command`); by default the signature header's values and
+        the values of the ``credentials`` headers (a gateway's API key) redacted."""
         headers = [
-            (name, redact_signature(value.decode("latin-1")).encode("latin-1"))
-            if name == signature_header and not show_secrets
-            else (name, value)
+            (name, self._shown(name, value, signature_header, credentials, show_secrets))
             for name, value in self.headers
         ]
         body = self.body if self.body or self.method == "POST" else None
         return curl_command(self.method, self.url, headers, body)
+
+    @staticmethod
+    def _shown(
+        name: str,
+        value: bytes,
+        signature_header: str | None,
+        credentials: frozenset[str],
+        show_secrets: bool,
+    ) -> bytes:
+        if show_secrets:
+            return value
+        if name == signature_header:
+            return redact_signature(value.decode("latin-1")).encode("latin-1")
+        if name in credentials:
+            return REDACTED.encode()
+        return value
 
 
 _TOKEN = re.compile(r"(?P<name>[A-Za-z0-9_-]+)(?P<sep>[,=])(?P<value>[^\s,]+)")
@@ -167,6 +188,12 @@ class WireScheme:
     def uses_timestamp(self) -> bool:
         return self.scheme.uses_timestamp
 
+    def request_headers(self, given: Sequence[tuple[str, str]] = ()) -> RequestHeaders:
+        """The unsigned headers of every delivery: the platform's (the scheme's delivery
+        headers), with the user's ``--header`` values applied (:mod:`conformance.extra_headers`)."""
+        signed = self.scheme.sign(b"{}", secrets=self.secrets[:1], event_id="evt_x", timestamp=1)
+        return RequestHeaders.build(self.scheme.delivery_headers, given, signed=signed)
+
     @property
     def signature_header(self) -> str:
         return self.scheme.signature_header
@@ -251,15 +278,16 @@ class WireScheme:
         return self.scheme.roles
 
     def malformed(
-        self, headers: dict[str, str], rng: random.Random, count: int
+        self, headers: dict[str, str], rng: random.Random, count: int, *, unsigned: bool = False
     ) -> list[dict[str, bytes]]:
-        """``count`` seeded variants of ``headers`` with one header value broken."""
-        names = [name for name in headers]
-        unsigned = self.scheme.unsigned_headers
+        """``count`` seeded variants of ``headers`` with one header value broken: one the
+        signature covers, or (``unsigned``) one it does not (then an invalid id)."""
+        outside = self.scheme.unsigned_headers
+        names = [name for name in headers if (name in outside) is unsigned]
         cases: list[dict[str, bytes]] = []
-        for index in range(count):
+        for index in range(count if names else 0):
             name = names[index % len(names)]
-            if name in unsigned:  # not covered by the signature: only invalid ids
+            if name in outside:  # not covered by the signature: only invalid ids
                 value = rng.choice(_INVALID_IDS)
             else:
                 value = rng.choice(_JUNK) if index % 3 else _random_printable(rng)

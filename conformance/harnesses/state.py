@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import functools
 import itertools
 import random
 import secrets as secrets_module
@@ -26,6 +27,7 @@ import httpx
 
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError
+from conformance.extra_headers import RequestHeaders
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.signed_requests import (
     MUTATIONS,
@@ -70,7 +72,14 @@ class WireOptions:
     """Seconds of real time waited before a late duplicate and a redrive copy (``--patience``)."""
     max_body: int | None = None
     """The body limit the receiver declares (``--max-body``); ``None``: not declared."""
+    headers: tuple[tuple[str, str], ...] = ()
+    """The user's ``--header`` values (:mod:`conformance.extra_headers`)."""
     nonce: str = field(default_factory=lambda: secrets_module.token_hex(4))
+
+    @functools.cached_property
+    def request_headers(self) -> RequestHeaders:
+        """The unsigned headers of every webhook: the platform's with the user's applied."""
+        return self.scheme.request_headers(self.headers)
 
 
 class RateLimiter:
@@ -222,7 +231,7 @@ class WireRun:
         elif mutation not in MUTATIONS:
             raise HarnessError(f"unknown mutation {mutation!r}")
         self.sensitive.update(scheme.signatures_of(headers))
-        wire_headers = [("content-type", b"application/json")]
+        wire_headers = [*self.options.request_headers.pairs]
         wire_headers += [(k, v.encode("latin-1")) for k, v in headers.items()]
         if mutation == "canonical-names":
             wire_headers = [(canonical_name(k), v) for k, v in wire_headers]
@@ -341,12 +350,14 @@ class WireRun:
         return request.curl(
             signature_header=self.options.scheme.signature_header,
             show_secrets=self.options.show_secrets,
+            credentials=self.options.request_headers.credentials,
         )
 
     def redactions(self) -> set[str]:
         if self.options.show_secrets:
             return set()
-        return self.sensitive | {s.value for s in self.options.scheme.secrets}
+        secrets = {s.value for s in self.options.scheme.secrets}
+        return self.sensitive | secrets | self.options.request_headers.secret_values()
 
 
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:

@@ -62,11 +62,13 @@ def _fuzz_cases(
     id header carries)."""
     scheme = run.options.scheme
     good = run.signed(event)
-    signed = {k: v.decode("latin-1") for k, v in good.headers if k != "content-type"}
+    plain = run.options.request_headers.names  # the content type, X-GitHub-Event …
+    signed = {k: v.decode("latin-1") for k, v in good.headers if k not in plain}
     stamp = event.last_timestamp
-    if kind == "headers":
-        cases = header_cases(scheme.name, signed, event.body, stamp, run.rng)
-        randoms = scheme.malformed(signed, run.rng, extra)
+    if kind in ("headers", "unsigned-id"):
+        unsigned = kind == "unsigned-id"
+        cases = header_cases(scheme.name, signed, event.body, stamp, run.rng, unsigned=unsigned)
+        randoms = scheme.malformed(signed, run.rng, extra, unsigned=unsigned)
         return cases + [FuzzCase(f"random#{i}", h, event.body) for i, h in enumerate(randoms)]
     if kind == "wrong-length":
         return wrong_length_cases(scheme.name, signed, event.body, stamp, run.rng)
@@ -90,7 +92,8 @@ def _fuzz_cases(
 @action("deliver_fuzzed")
 async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     """Structure-aware bad input (:mod:`conformance.harnesses.fuzz_cases`): ``kind`` is
-    ``headers`` (every header's grammar; ``cases`` more seeded random values), ``wrong-length``,
+    ``headers`` (the grammar of every header the signature covers; ``cases`` more seeded random
+    values), ``unsigned-id`` (the same for the headers it does not cover), ``wrong-length``,
     ``truncated`` (a prefix of the genuine signature),
     ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), or ``repeated`` (each webhook
     header twice, the second value's id being event ``other``'s)."""
@@ -103,7 +106,7 @@ async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
                 {k: v.decode("latin-1") for k, v in case.headers.items()}
             )
         )
-        wire = (("content-type", b"application/json"), *case.wire())
+        wire = (*run.options.request_headers.pairs, *case.wire())
         await run.send(args["label"], WireRequest(run.options.url, wire, case.body), event.event_id)
 
 

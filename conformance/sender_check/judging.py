@@ -55,6 +55,8 @@ class History:
     uses_timestamp: bool
     followed: Sequence[Attempt] = ()
     """Requests that followed a redirect to its ``Location`` (no attempts)."""
+    delivery_headers: Sequence[tuple[str, str]] = ()
+    """The platform's delivery headers (``Scheme.delivery_headers``) the attempts should carry."""
 
     def recorded(self) -> list[Attempt]:
         """Every request, attempts and followed redirects, in order of arrival."""
@@ -135,6 +137,47 @@ def _event_id(history: History) -> list[Problem]:
         for a in carrying[1:]
         if a.event_id != carrying[0].event_id
     ]
+    return problems
+
+
+_SENDERS_OWN = frozenset({"user-agent"})
+"""Delivery headers a sender may write its own way (it names itself)."""
+
+
+def _media_type(value: str) -> str:
+    return value.split(";", 1)[0].strip().lower()
+
+
+def _delivery_headers(history: History) -> list[Problem]:
+    """Every attempt declares the platform's content type (its media type; parameters such as
+    ``charset`` are the sender's) and carries the other headers receivers route on (GitHub's
+    ``X-GitHub-Event``: Octokit refuses a delivery without it; express.raw's ``type`` filter
+    hands the handler no body when the content type is not JSON)."""
+    wrong: dict[tuple[str, str, str | None], list[Attempt]] = {}
+    for a in history.attempts:
+        for name, value in history.delivery_headers:
+            if name in _SENDERS_OWN:
+                continue
+            got = a.headers.get(name)
+            missed = (
+                got is None or _media_type(got) != _media_type(value)
+                if name == "content-type"
+                else not got
+            )
+            if missed:
+                wrong.setdefault((name, value, got), []).append(a)
+    problems = []
+    for (name, value, got), attempts in wrong.items():
+        which = ", ".join(str(a.number) for a in attempts)
+        shown = "none" if got is None else repr(got)
+        problems.append(
+            Problem(
+                f"{'attempt' if len(attempts) == 1 else 'attempts'} {which} carried {name}: "
+                f"{shown} (the platform sends {value!r}; receivers built on its libraries rely "
+                "on it)",
+                tuple(attempts),
+            )
+        )
     return problems
 
 
@@ -332,6 +375,7 @@ X_CHECKS: Mapping[str, Check] = {
     "timestamp": _timestamp,
     "event_id": _event_id,
     "body": _body,
+    "delivery_headers": _delivery_headers,
     "follows_policy": _follows_policy,
     "max_attempts": _max_attempts,
     "delays": _delays,

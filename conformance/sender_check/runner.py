@@ -220,6 +220,7 @@ class SenderHarness:
             self.declared,
             self.verifier.scheme.uses_timestamp,
             tuple(session.followed),
+            self.verifier.scheme.delivery_headers,
         )
         requests = history.recorded()
         reproduce = timeline(requests)

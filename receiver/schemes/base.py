@@ -2,7 +2,7 @@
 and :class:`Scheme`, the one interface each scheme object implements.
 
 A scheme object owns everything about its scheme: the signed content and the headers that carry
-it, signing and verifying, where the event id lives, its secrets (minting, parsing,
+it, the other headers its platform sends with every delivery, signing and verifying, where the event id lives, its secrets (minting, parsing,
 fingerprints), decoy signatures for tests, the redaction of its secrets and signatures from
 text, and what a conformance runner needs to break a delivery on purpose (its roles, dropping
 one, the valid signature among decoys, the broken shapes of its header grammar, a garbled
@@ -308,6 +308,14 @@ class Scheme(Protocol):
         ...
 
     @property
+    def delivery_headers(self) -> tuple[tuple[str, str], ...]:
+        """The other headers the platform sends with every delivery, lower-case names in
+        order: its content type (Stripe's carries ``charset=utf-8``) and what receivers built
+        on its libraries require (GitHub's ``X-GitHub-Event``: Octokit refuses a delivery
+        without it)."""
+        ...
+
+    @property
     def redaction_pattern(self) -> re.Pattern[str]:
         """Text shaped like this scheme's signatures or secrets (see :meth:`redact`)."""
         ...
@@ -472,6 +480,9 @@ class SchemeBase:
     name: ClassVar[str]
     uses_timestamp: ClassVar[bool]
     signature_header: ClassVar[str]
+    delivery_headers: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("content-type", "application/json"),
+    )
     id_header: ClassVar[str | None] = None
     """The header that carries the event id (``None``: it lives elsewhere)."""
     timestamp_header: ClassVar[str | None] = None

@@ -38,6 +38,14 @@ class GitHubStyle(SchemeBase):
     name: ClassVar[str] = "github"
     uses_timestamp: ClassVar[bool] = False
     signature_header: ClassVar[str] = "x-hub-signature-256"
+    delivery_headers: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("content-type", "application/json"),
+        ("user-agent", "GitHub-Hookshot/hookproof"),
+        # The event name: GitHub always sends one, and receivers route on it (Octokit's
+        # middleware and go-github's ParseWebHook refuse a delivery without it). "ping" is the
+        # event every GitHub receiver is sent first and must accept.
+        ("x-github-event", "ping"),
+    )
     id_header: ClassVar[str | None] = "x-github-delivery"
     unsigned_headers: ClassVar[frozenset[str]] = frozenset({"x-github-delivery"})
     case_sensitive_ids: ClassVar[bool] = False  # a GUID

@@ -55,6 +55,10 @@ class StripeStyle(SchemeBase):
     name: ClassVar[str] = "stripe"
     uses_timestamp: ClassVar[bool] = True
     signature_header: ClassVar[str] = "stripe-signature"
+    delivery_headers: ClassVar[tuple[tuple[str, str], ...]] = (
+        ("content-type", "application/json; charset=utf-8"),
+        ("user-agent", "Stripe/1.0 (+https://stripe.com/docs/webhooks)"),
+    )
     id_in_body: ClassVar[bool] = True
     several_signatures: ClassVar[bool] = True
     clear_fields: ClassVar[frozenset[str]] = frozenset({"t"})

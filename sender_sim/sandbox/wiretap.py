@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from receiver.signing import redact_signatures
+from receiver.signing import redact_signatures, scheme_named
 from sender_sim.records import Attempt, Delivery, Event, rfc3339
 from sender_sim.wire import ATTEMPT_HEADER, DEADLINE_HEADER, DELIVERY_ID_HEADER
 
@@ -78,7 +78,7 @@ class WireTap:
 def reconstructed(delivery: Delivery, event: Event, attempt: Attempt) -> SentRequest:
     """The request of ``attempt`` rebuilt from the records (standard-webhooks header names)."""
     headers = (
-        ("content-type", "application/json"),
+        *scheme_named("standard").delivery_headers,
         ("webhook-id", event.event_id),
         ("webhook-timestamp", str(int(attempt.started_at.timestamp()))),
         ("webhook-signature", REDACTED),

@@ -39,6 +39,7 @@ BUGS = {
     "fast-retries",
     "overlapping-retries",
     "follows-redirects",
+    "text-plain",
 }
 
 
@@ -119,7 +120,7 @@ def main() -> None:
         ts = first_ts if bug == "reused-timestamp" else int(time.time())
         used_key = b"wrong" + key if retry and bug == "wrong-signature-on-retries" else key
         headers = {
-            "content-type": "application/json",
+            "content-type": "text/plain" if bug == "text-plain" else "application/json",
             "webhook-id": sent_id,
             "webhook-timestamp": str(ts),
             "webhook-signature": sign(used_key, sent_id, ts, sent),

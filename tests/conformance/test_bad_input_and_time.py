@@ -39,16 +39,25 @@ def _genuine(scheme: str) -> tuple[WireScheme, dict[str, str], bytes]:
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))
 def test_every_header_of_the_scheme_is_broken_by_some_case(scheme: str) -> None:
+    """The signed headers' cases and the unsigned ones' (GitHub's delivery id, judged by
+    signature.malformed-unsigned-id) together break every header, each case one header."""
     _, headers, body = _genuine(scheme)
-    cases = header_cases(scheme, headers, body, 1_700_000_000, random.Random(1))
+    unsigned = scheme_named(scheme).unsigned_headers
     genuine = {k: v.encode("latin-1") for k, v in headers.items()}
-    broken = {name for case in cases for name in headers if case.headers[name] != genuine[name]}
-    assert broken == set(headers)
-    assert len({case.name for case in cases}) == len(cases)
-    for case in cases:  # one header differs from the genuine request, the body never
-        differing = [k for k in headers if case.headers[k] != genuine[k]]
-        assert len(differing) == 1
-        assert case.body == body
+    every: set[str] = set()
+    for outside in (False, True):
+        cases = header_cases(
+            scheme, headers, body, 1_700_000_000, random.Random(1), unsigned=outside
+        )
+        broken = {n for case in cases for n in headers if case.headers[n] != genuine[n]}
+        assert broken == {n for n in headers if (n in unsigned) is outside}
+        every |= broken
+        assert len({case.name for case in cases}) == len(cases)
+        for case in cases:  # one header differs from the genuine request, the body never
+            differing = [k for k in headers if case.headers[k] != genuine[k]]
+            assert len(differing) == 1
+            assert case.body == body
+    assert every == set(headers)
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))

@@ -167,6 +167,28 @@ def test_an_independent_sender_passes_and_each_seeded_bug_is_caught(
         assert "attempt 1 at +0.000 s" in scenario["failures"][0]["reproduce"]
 
 
+def test_a_sender_that_does_not_declare_json_fails_a_should(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A sender whose attempts say text/plain: express.raw({type: 'application/json'}) hands
+    the documented receivers no body to verify. A convention of the platform (should), named
+    per attempt; a charset parameter is the sender's own business."""
+    monkeypatch.setenv(
+        "BROKEN_SENDER_BUGS", json.dumps({"sender.signature-every-attempt": "text-plain"})
+    )
+    report = tmp_path / "report.json"
+    code = _run(
+        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
+        "--select", "sender.signature-every-attempt", "--json", str(report),
+    )  # fmt: skip
+    assert code == 0  # a should
+    (scenario,) = json.loads(report.read_text())["scenarios"]
+    assert scenario["outcome"] == "failed"
+    assert [f["severity"] for f in scenario["failures"]] == ["should"]
+    observed = scenario["failures"][0]["observed"]
+    assert "attempts 1, 2, 3 carried content-type: 'text/plain'" in observed
+
+
 def test_the_console_shows_the_attempts_a_failure_names_and_verbose_shows_all(
     policy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

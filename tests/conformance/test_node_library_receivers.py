@@ -1,6 +1,7 @@
 """The receivers most Node teams deploy: express apps verifying with the official npm libraries
 (``stripe``'s ``constructEvent`` over ``express.raw``, scheme ``stripe``; ``svix``'s
-``Webhook.verify``, Standard Webhooks), served by ``node_libs_receiver/server.js`` and checked over
+``Webhook.verify``, Standard Webhooks; GitHub's ``@octokit/webhooks``, its ``createNodeMiddleware``
+or ``verify``, scheme ``github``), served by ``node_libs_receiver/server.js`` and checked over
 real HTTP on loopback.
 
 The documented samples (plus the dedupe and probe a team adds) and the careful variants pass every
@@ -46,15 +47,26 @@ COMMIT_DELAY_MS = 60
 while the first one is in flight, even when the first copy had a warm connection and the others
 had to open theirs."""
 
-DOCUMENTED = ("stripe-docs", "svix-docs-return")
-CAREFUL = ("stripe-correct", "svix-correct")
-ROTATING = frozenset({*CAREFUL, "stripe-first-secret-only", "svix-first-secret-only"})
+DOCUMENTED = ("stripe-docs", "svix-docs-return", "github-docs")
+CAREFUL = ("stripe-correct", "svix-correct", "github-correct")
+ROTATING = frozenset(
+    {*CAREFUL, "stripe-first-secret-only", "svix-first-secret-only", "github-verify-ignores-extra"}
+)
 """The variants configured with two secrets (the samples take one)."""
 
 KNOWN_MUST_FAILURES: dict[str, frozenset[str]] = {}
 """``must`` scenarios a documented sample fails for a reason of its own (see each comment)."""
 
-ID_LESS: dict[str, frozenset[str]] = {"stripe-docs": frozenset({"signature.id-less-event"})}
+ID_LESS: dict[str, frozenset[str]] = {
+    "stripe-docs": frozenset({"signature.id-less-event"}),
+    # Octokit's middleware only asks that X-GitHub-Delivery be present: an empty or garbage one
+    # on an authentic delivery is accepted (the id is not signed: a should), and a handler's
+    # thrown 503 for a copy in flight cannot carry a Retry-After header, and the middleware reads
+    # a body of any size (no 413): three shoulds.
+    "github-docs": frozenset(
+        {"signature.malformed-unsigned-id", "idempotency.in-flight-duplicate", "size.over-limit"}
+    ),
+}
 """Stripe's event id is the body's "id". The sample never checks it (Stripe always sends one), so
 a signed event without an id is accepted, and the team's dedupe keys it on `undefined`. Nothing is
 broken until a sender signs id-less events, which Stripe does not: a ``should``."""
@@ -101,6 +113,15 @@ MUST_FAIL: dict[str, frozenset[str]] = {
     "svix-no-dedupe": frozenset(
         {"idempotency.sequential-duplicate", "idempotency.concurrent-duplicates"}
     ),
+    "github-verify-ignores-extra": frozenset({"signature.each-secret"}),
+    "github-verify-reserialized": frozenset({"signature.raw-bytes"}),
+    "github-dedupe-before-verify": frozenset(
+        {"signature.forged-then-genuine", "signature.tampered-then-genuine"}
+    ),
+    "github-short-timeout": frozenset({"response.ack-after-commit"}),
+    "github-no-dedupe": frozenset(
+        {"idempotency.sequential-duplicate", "idempotency.concurrent-duplicates"}
+    ),
 }
 """For each broken variant (the table at the top of server.js), the scenarios that must fail."""
 
@@ -130,12 +151,12 @@ def test_every_variant_of_the_server_is_accounted_for() -> None:
 
 
 def _scheme(variant: str) -> str:
-    return "stripe" if variant.startswith("stripe-") else "standard"
+    return {"stripe": "stripe", "github": "github"}.get(variant.split("-", 1)[0], "standard")
 
 
 @pytest.fixture(scope="module")
 def node_server() -> Iterator[str]:
-    reason = node_receiver_unavailable(HERE, "express", "stripe", "svix")
+    reason = node_receiver_unavailable(HERE, "express", "stripe", "svix", "@octokit/webhooks")
     if reason is not None:
         pytest.skip(reason)
     port = free_port()
@@ -143,6 +164,7 @@ def node_server() -> Iterator[str]:
     env = {
         "STRIPE_SECRET": secrets,
         "SVIX_SECRETS": secrets,
+        "GITHUB_SECRETS": secrets,
         "PROBE_TOKEN": PROBE_TOKEN,
         "MAX_BODY": str(CAREFUL_MAX_BODY),
         "COMMIT_DELAY_MS": str(COMMIT_DELAY_MS),

@@ -1,12 +1,13 @@
 'use strict';
 /*
  * Express webhook receivers built on the official npm verification libraries, the way Node teams
- * deploy them: `stripe` (stripe.webhooks.constructEvent over express.raw) and `svix`
- * (new Webhook(secret).verify(payload, headers), Standard Webhooks headers). ONE process serves
+ * deploy them: `stripe` (stripe.webhooks.constructEvent over express.raw), `svix`
+ * (new Webhook(secret).verify(payload, headers), Standard Webhooks headers) and GitHub's
+ * `@octokit/webhooks` (createNodeMiddleware, or verify + receive). ONE process serves
  * every variant below at /<variant>/webhooks, each with its own store and its own probe at
  * GET /<variant>/_hookproof/events/<event_id> (the contract of docs/receiver.md, "The probe").
  *
- * Config (env): STRIPE_SECRET and SVIX_SECRETS (comma-separated; the first is the one a
+ * Config (env): STRIPE_SECRET, SVIX_SECRETS and GITHUB_SECRETS (comma-separated; the first is the one a
  * single-secret sample uses), PROBE_TOKEN (probe off when empty), PORT (0 = any free port; prints
  * `listening <port>` once listening), MAX_BODY (the careful variants' body limit, 1 MiB; the others
  * keep express.raw's default of 100kb), COMMIT_DELAY_MS (the store's simulated commit time, 25).
@@ -41,6 +42,13 @@
  * | svix-inflight-200             | a copy arriving while the first is still being committed is answered 200 "duplicate"               |
  * | svix-async-after-200          | the dedupe row is committed, 200 sent, and the effect runs later in a setTimeout                   |
  * | svix-no-dedupe                | the effect is applied on every verified delivery (the dedupe row is written but never read)        |
+ * | github-docs                   | Octokit's documented createNodeMiddleware + webhooks.onAny, one secret, + the team's dedupe/probe  |
+ * | github-correct                | careful team: webhooks.verify with every secret, problem+json 4xx, a checked delivery id, 1 MiB    |
+ * | github-verify-ignores-extra   | Webhooks({secret, additionalSecrets}) + webhooks.verify(): verify tries the first secret only      |
+ * | github-verify-reserialized    | express.json() first, then verifyAndReceive over JSON.stringify(req.body), not the bytes           |
+ * | github-dedupe-before-verify   | the X-GitHub-Delivery id is stored as processed before webhooks.verify runs                        |
+ * | github-short-timeout          | createNodeMiddleware(..., {timeout: 5}): Octokit answers 202 "still processing" before the commit  |
+ * | github-no-dedupe              | the effect is applied on every verified delivery: onAny never looks the delivery id up             |
  */
 
 const crypto = require('node:crypto');
@@ -50,6 +58,8 @@ const { Webhook, WebhookVerificationError } = require('svix');
 
 const STRIPE_SECRETS = splitList(process.env.STRIPE_SECRET);
 const SVIX_SECRETS = splitList(process.env.SVIX_SECRETS);
+const GITHUB_SECRETS = splitList(process.env.GITHUB_SECRETS);
+let octokit = null; // @octokit/webhooks is an ES module: imported at start-up, below
 const PROBE_TOKEN = process.env.PROBE_TOKEN || '';
 const PORT = Number(process.env.PORT || 0);
 const COMMIT_DELAY_MS = Number(process.env.COMMIT_DELAY_MS || 25);
@@ -620,6 +630,157 @@ function svixNoDedupe(sub, store) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// GitHub (@octokit/webhooks)
+
+/** An error Octokit's middleware answers with `status` (it reads err.status). */
+function statusError(status, message) {
+  return Object.assign(new Error(message), { status });
+}
+
+/** The team's dedupe inside an Octokit handler: a copy in flight is a 503 (thrown). */
+async function githubOnce(store, id) {
+  const outcome = store.claim(id, id);
+  if (outcome === 'duplicate') return;
+  if (outcome === 'busy') throw statusError(503, 'event is being processed, retry later');
+  await store.commit(id, id);
+}
+
+function githubMiddleware(sub, webhooks, options = {}) {
+  // Octokit's documented Node middleware, mounted under the variant's path.
+  sub.use(octokit.createNodeMiddleware(webhooks, { path: '/webhooks', ...options }));
+}
+
+function githubDocs(sub, store, options = {}) {
+  const webhooks = new octokit.Webhooks({ secret: GITHUB_SECRETS[0] });
+  webhooks.onAny(async ({ id }) => githubOnce(store, id));
+  githubMiddleware(sub, webhooks, options);
+}
+
+const DELIVERY_ID = /^[0-9A-Za-z._:-]{1,255}$/;
+
+/** The careful team's verify: every configured secret in turn (webhooks.verify takes one). */
+function everySecret() {
+  const verifiers = GITHUB_SECRETS.map((secret) => new octokit.Webhooks({ secret }));
+  return async (body, signature) => {
+    for (const verifier of verifiers) {
+      if (await verifier.verify(body, signature)) return true;
+    }
+    return false;
+  };
+}
+
+function githubCareful(sub, store, verify) {
+  const webhooks = new octokit.Webhooks({ secret: GITHUB_SECRETS[0] });
+  sub.post(
+    '/webhooks',
+    express.raw({ type: () => true, limit: CAREFUL_MAX_BODY }),
+    async (req, res) => {
+      const id = req.get('x-github-delivery');
+      const signature = req.get('x-hub-signature-256');
+      const name = req.get('x-github-event');
+      if (!id || !signature || !name) {
+        return problem(res, 400, 'missing-header', 'Missing header', 'a GitHub header is missing');
+      }
+      if (!DELIVERY_ID.test(id)) {
+        return problem(res, 400, 'malformed-header', 'Bad delivery id', 'X-GitHub-Delivery');
+      }
+      const body = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+      let verified = false;
+      try {
+        verified = await verify(body, signature);
+      } catch (err) {
+        verified = false; // a malformed signature header: refused like a wrong one
+      }
+      if (!verified) {
+        return problem(res, 401, 'signature-mismatch', 'Bad signature', 'the delivery was refused');
+      }
+      let payload;
+      try {
+        payload = JSON.parse(body);
+      } catch (err) {
+        return problem(res, 400, 'invalid-payload', 'Body is not JSON', 'the body is not JSON');
+      }
+      const outcome = store.claim(id, id);
+      if (outcome === 'duplicate') return res.json({ duplicate: true });
+      if (outcome === 'busy') {
+        res.set('Retry-After', '1');
+        return problem(res, 503, 'in-flight', 'In flight', 'retry later');
+      }
+      try {
+        await webhooks.receive({ id, name, payload });
+        await store.commit(id, id);
+      } catch (err) {
+        store.release(id);
+        res.set('Retry-After', '1');
+        return problem(res, 503, 'handler-failed', 'Handler failed', 'retry later');
+      }
+      return res.json({});
+    },
+  );
+}
+
+function githubCorrect(sub, store) {
+  githubCareful(sub, store, everySecret());
+}
+
+function githubVerifyIgnoresExtra(sub, store) {
+  const webhooks = new octokit.Webhooks({
+    secret: GITHUB_SECRETS[0],
+    additionalSecrets: GITHUB_SECRETS.slice(1),
+  });
+  // BUG: only verifyAndReceive falls back to additionalSecrets; webhooks.verify uses the first.
+  githubCareful(sub, store, (body, signature) => webhooks.verify(body, signature));
+}
+
+function githubVerifyReserialized(sub, store) {
+  const webhooks = new octokit.Webhooks({ secret: GITHUB_SECRETS[0] });
+  webhooks.onAny(async ({ id }) => githubOnce(store, id));
+  sub.post('/webhooks', express.json({ type: () => true }), async (req, res) => {
+    try {
+      await webhooks.verifyAndReceive({
+        id: req.get('x-github-delivery'),
+        name: req.get('x-github-event'),
+        payload: JSON.stringify(req.body), // BUG: the parsed body re-serialized, not the bytes
+        signature: req.get('x-hub-signature-256'),
+      });
+    } catch (err) {
+      return res.status(err.status || 400).json({ error: 'rejected' });
+    }
+    return res.json({ ok: true });
+  });
+}
+
+function githubDedupeBeforeVerify(sub, store) {
+  const webhooks = new octokit.Webhooks({ secret: GITHUB_SECRETS[0] });
+  sub.post('/webhooks', express.raw({ type: () => true }), async (req, res) => {
+    const id = req.get('x-github-delivery');
+    // BUG: the id is claimed before the signature is checked: a forged copy burns it.
+    const outcome = store.claim(id, id);
+    if (outcome === 'duplicate') return res.json({ duplicate: true });
+    if (outcome === 'busy') return res.set('Retry-After', '1').status(503).json({ error: 'busy' });
+    const body = Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+    let verified = false;
+    try {
+      verified = await webhooks.verify(body, req.get('x-hub-signature-256') || '');
+    } catch (err) {
+      verified = false;
+    }
+    if (!verified) return res.status(400).json({ error: 'bad signature' });
+    await store.commit(id, id);
+    return res.json({});
+  });
+}
+
+function githubNoDedupe(sub, store) {
+  const webhooks = new octokit.Webhooks({ secret: GITHUB_SECRETS[0] });
+  webhooks.onAny(async ({ id }) => {
+    store.row(id, id).deliveries += 1;
+    await store.commit(id, id); // BUG: never asks whether this delivery id was seen
+  });
+  githubMiddleware(sub, webhooks);
+}
+
+// ---------------------------------------------------------------------------------------------
 
 const VARIANTS = {
   'stripe-docs': (sub, store) => stripeDocs(sub, store),
@@ -651,17 +812,31 @@ const VARIANTS = {
   'svix-inflight-200': svixInflight200,
   'svix-async-after-200': svixAsyncAfter200,
   'svix-no-dedupe': svixNoDedupe,
+  'github-docs': (sub, store) => githubDocs(sub, store),
+  'github-correct': githubCorrect,
+  'github-verify-ignores-extra': githubVerifyIgnoresExtra,
+  'github-verify-reserialized': githubVerifyReserialized,
+  'github-dedupe-before-verify': githubDedupeBeforeVerify,
+  'github-short-timeout': (sub, store) => githubDocs(sub, store, { timeout: 5 }),
+  'github-no-dedupe': githubNoDedupe,
 };
 
-const app = express();
-for (const [name, build] of Object.entries(VARIANTS)) {
-  const sub = express();
-  const store = new Store();
-  mountProbe(sub, store);
-  build(sub, store);
-  app.use(`/${name}`, sub);
+async function main() {
+  octokit = await import('@octokit/webhooks');
+  const app = express();
+  for (const [name, build] of Object.entries(VARIANTS)) {
+    const sub = express();
+    const store = new Store();
+    mountProbe(sub, store);
+    build(sub, store);
+    app.use(`/${name}`, sub);
+  }
+  const server = app.listen(PORT, '127.0.0.1', () => {
+    process.stdout.write(`listening ${server.address().port}\n`);
+  });
 }
 
-const server = app.listen(PORT, '127.0.0.1', () => {
-  process.stdout.write(`listening ${server.address().port}\n`);
+main().catch((err) => {
+  process.stderr.write(`${err.stack || err}\n`);
+  process.exit(1);
 });
