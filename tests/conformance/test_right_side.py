@@ -393,7 +393,10 @@ def _answering_413_early() -> Iterator[str]:
 
 
 def test_an_early_413_lost_to_a_reset_is_explained_not_just_no_answer() -> None:
-    collector = Collector()
+    """Whether the reset beats the 413 to the client is the kernel's race: on a loaded machine
+    the 413 sometimes arrives whole (then the scenario passes, rightly). Each run must be one of
+    the two, and the lost answer, explained, must show within a few runs."""
+    explained = 0
     with _answering_413_early() as base:
         settings = CheckSettings(
             url=f"{base}/webhooks",
@@ -405,9 +408,17 @@ def test_an_early_413_lost_to_a_reset_is_explained_not_just_no_answer() -> None:
             timeout=5.0,
             seed=3,
         )
-        asyncio.run(run_check(settings, [collector]))
-    (oversized,) = collector.results
-    observed = " ".join(f.observed for f in oversized.failures)
-    assert "no answer" in observed
-    assert "answered early (413) and closed without reading the rest" in observed
-    assert oversized.severity is Severity.SHOULD
+        for _ in range(5):
+            collector = Collector()
+            asyncio.run(run_check(settings, [collector]))
+            (oversized,) = collector.results
+            if oversized.outcome is Outcome.PASSED:  # the 413 arrived before the reset
+                continue
+            observed = " ".join(f.observed for f in oversized.failures)
+            assert "no answer" in observed
+            assert "answered early (413) and closed without reading the rest" in observed
+            assert oversized.severity is Severity.SHOULD
+            explained += 1
+            if explained >= 2:
+                break
+    assert explained >= 1
