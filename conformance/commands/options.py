@@ -9,11 +9,12 @@ Options every package's commands share (``--secret``, ``--seed``, ``--max-time``
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import click
 
+from conformance.exceptions import UsageError
 from conformance.extra_headers import parse_header
 
 __all__ = ["deselect_option", "header_option", "report_file_options", "select_option"]
@@ -35,24 +36,41 @@ def deselect_option() -> Callable[[F], F]:
     )
 
 
+class _Header(click.ParamType[tuple[str, str]]):
+    """One ``Name: value`` header; in ``$HOOKPROOF_HEADERS``, one per line (a value may hold
+    spaces, so the variable is not split on them)."""
+
+    name = "header"
+    envvar_list_splitter = "\n"
+
+    def convert(
+        self, value: Any, param: click.Parameter | None, ctx: click.Context | None
+    ) -> tuple[str, str]:
+        if isinstance(value, tuple):
+            return value  # already converted (a default)
+        try:
+            return parse_header(str(value), "the header")
+        except UsageError as error:
+            self.fail(str(error), param, ctx)
+
+    def split_envvar_value(self, rv: str) -> Sequence[str]:
+        return [line for line in rv.splitlines() if line.strip()]
+
+
 def header_option() -> Callable[[F], F]:
-    """``-H/--header 'Name: value'`` (repeatable; parameter ``headers``): extra headers on
-    every webhook (:mod:`conformance.extra_headers`)."""
-
-    def parse(
-        _context: click.Context, _param: click.Parameter, values: tuple[str, ...]
-    ) -> tuple[tuple[str, str], ...]:
-        return tuple(parse_header(value) for value in values)
-
+    """``-H/--header 'Name: value'`` (repeatable; env ``HOOKPROOF_HEADERS``, one per line;
+    parameter ``headers``): extra headers on every webhook (:mod:`conformance.extra_headers`)."""
     return click.option(
         "-H",
         "--header",
         "headers",
         multiple=True,
-        callback=parse,
+        type=_Header(),
+        envvar="HOOKPROOF_HEADERS",
         metavar="'NAME: VALUE'",
         help="Send this header with every webhook too (an API gateway's key, another "
-        "X-GitHub-Event …); repeatable. Credential-like values are redacted in reports.",
+        "X-GitHub-Event …); repeatable. Env: HOOKPROOF_HEADERS, one per line. Credential-like "
+        "values are redacted in reports.",
     )
 
 

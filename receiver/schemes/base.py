@@ -2,13 +2,13 @@
 and :class:`Scheme`, the one interface each scheme object implements.
 
 A scheme object owns everything about its scheme: the signed content and the headers that carry
-it, the other headers its platform sends with every delivery, signing and verifying, where the event id lives, its secrets (minting, parsing,
-fingerprints), decoy signatures for tests, the redaction of its secrets and signatures from
-text, and what a conformance runner needs to break a delivery on purpose (its roles, dropping
-one, the valid signature among decoys, the broken shapes of its header grammar, a garbled
-signature), so no caller branches on a scheme's name. :class:`SchemeBase` gives the parts most
-schemes share; each scheme's module overrides what differs (``standard.py``, ``stripe.py``,
-``github.py``); ``registry.py`` names them.
+it, the other headers its platform sends with every delivery, signing and verifying, where the
+event id lives, its secrets (minting, parsing, fingerprints), decoy signatures for tests, the
+redaction of its secrets and signatures from text, and what a conformance runner needs to break
+a delivery on purpose (its roles, dropping one, the valid signature among decoys, the broken
+shapes of its header grammar, a garbled signature), so no caller branches on a scheme's name.
+:class:`SchemeBase` gives the parts most schemes share; each scheme's module overrides what
+differs (``standard.py``, ``stripe.py``, ``github.py``); ``registry.py`` names them.
 
 Every failure is a :class:`~receiver.exceptions.VerificationError` (or a
 :class:`~receiver.exceptions.ConfigurationError` for an unusable secret); no ``ValueError``,

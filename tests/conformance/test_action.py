@@ -52,7 +52,8 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
     fake.parent.mkdir()
     fake.write_text(
         '#!/bin/sh\nprintf "%s\\n" "$@" > "$ARGS_FILE"\n'
-        'echo "$HOOKPROOF_SECRET" > "$SECRET_FILE"\nexit 1\n'
+        'echo "$HOOKPROOF_SECRET" > "$SECRET_FILE"\n'
+        'printf "%s" "$HOOKPROOF_HEADERS" > "$HEADERS_FILE"\nexit 1\n'
     )
     fake.chmod(0o755)
     output = tmp_path / "github-output"
@@ -61,6 +62,7 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
         "PATH": f"{fake.parent}{os.pathsep}{os.environ['PATH']}",
         "ARGS_FILE": str(tmp_path / "args"),
         "SECRET_FILE": str(tmp_path / "secret"),
+        "HEADERS_FILE": str(tmp_path / "headers"),
         "GITHUB_OUTPUT": str(output),
         "HOOKPROOF_SECRET": "whsec_dGVzdA==",
         "HOOKPROOF_PROBE_TOKEN": "",
@@ -74,6 +76,7 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
         "INPUT_WAIT": "30",
         "INPUT_MAX_TIME": "600",
         "INPUT_SEED": "",
+        "HOOKPROOF_HEADERS": "X-Api-Key: k-123\n\nX-Tenant: acme corp\n",
         "INPUT_ARGS": "--timeout 3 --verbose",
         "REPORT_DIR": str(tmp_path / "reports"),
     }
@@ -95,4 +98,6 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
     ):
         assert expected in joined
     assert "--probe" not in args
+    assert "--header" not in args  # credentials: through the environment, like the secret
+    assert (tmp_path / "headers").read_text() == "X-Api-Key: k-123\n\nX-Tenant: acme corp\n"
     assert "exit-code=1" in output.read_text()
