@@ -50,7 +50,7 @@ from receiver.ijson import parse_payload
 from receiver.inbox.contract import Claim, ClaimOutcome, Inbox, TransactionalWork
 from receiver.probe import DEFAULT_PROBE_PREFIX, EffectsCounter, serve_probe
 from receiver.problems import PROBLEMS, problem_for, send_json, send_problem
-from receiver.signing import VerifiedMessage, Verifier
+from receiver.signing import SCHEMES, VerifiedMessage, Verifier
 
 __all__ = [
     "DEFAULT_BODY_TIMEOUT_S",
@@ -73,15 +73,7 @@ DEFAULT_METHODS = ("POST",)
 DEFAULT_BODY_TIMEOUT_S = 30.0
 """Seconds from the headers to the body's last byte before the read is given up (408)."""
 SIGNATURE_HEADERS = frozenset(
-    {
-        "content-length",
-        "webhook-id",
-        "webhook-timestamp",
-        "webhook-signature",
-        "stripe-signature",
-        "x-hub-signature-256",
-        "x-github-delivery",
-    }
+    {"content-length", *(name for scheme in SCHEMES.values() for name in scheme.header_names)}
 )
 """Header fields that must not appear twice with different values (which one would count?)."""
 SCOPE_KEY = "hookproof"

@@ -308,6 +308,11 @@ class Scheme(Protocol):
         ...
 
     @property
+    def header_names(self) -> frozenset[str]:
+        """The (lower-case) headers its deliveries are signed with: id, timestamp, signature."""
+        ...
+
+    @property
     def delivery_headers(self) -> tuple[tuple[str, str], ...]:
         """The other headers the platform sends with every delivery, lower-case names in
         order: its content type (Stripe's carries ``charset=utf-8``) and what receivers built
@@ -500,6 +505,11 @@ class SchemeBase:
     """What a minted secret starts with."""
     redaction_pattern: ClassVar[re.Pattern[str]]
     """Text shaped like this scheme's signatures or secrets."""
+
+    @property
+    def header_names(self) -> frozenset[str]:
+        named = (self.id_header, self.timestamp_header, self.signature_header)
+        return frozenset(name for name in named if name is not None)
 
     def key(self, secret: Secret) -> bytes:
         return secret.raw_key()

@@ -11,13 +11,14 @@ from collections.abc import Mapping
 from receiver.exceptions import ConfigurationError
 from receiver.schemes.base import Scheme
 from receiver.schemes.github import GitHubStyle
-from receiver.schemes.standard import StandardWebhooks
+from receiver.schemes.standard import StandardWebhooks, SvixWebhooks
 from receiver.schemes.stripe import StripeStyle
 
 __all__ = ["SCHEMES", "event_id_of", "redact_signatures", "scheme_named"]
 
 SCHEMES: Mapping[str, Scheme] = {
-    scheme.name: scheme for scheme in (StandardWebhooks(), StripeStyle(), GitHubStyle())
+    scheme.name: scheme
+    for scheme in (StandardWebhooks(), SvixWebhooks(), StripeStyle(), GitHubStyle())
 }
 
 _ANY_SIGNATURE = re.compile(
@@ -26,7 +27,7 @@ _ANY_SIGNATURE = re.compile(
 
 
 def scheme_named(name: str) -> Scheme:
-    """The scheme called ``name`` (``standard``, ``stripe`` or ``github``)."""
+    """The scheme called ``name`` (``standard``, ``svix``, ``stripe`` or ``github``)."""
     try:
         return SCHEMES[name]
     except KeyError:

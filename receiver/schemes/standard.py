@@ -1,9 +1,12 @@
-"""Standard Webhooks v1 (the default scheme), byte-compatible with the public specification.
+"""Standard Webhooks v1 (the default scheme), byte-compatible with the public specification,
+and Svix's branding of it.
 
 ``webhook-id``, ``webhook-timestamp`` and ``webhook-signature: v1,<base64 HMAC-SHA256 of
 "{id}.{timestamp}.{body}">``; ``whsec_<base64>`` secrets; several space-separated signatures;
-unknown versions ignored. Its verify is the hot path of every delivery and is kept flat on purpose
-(see ``bench/bench_verify.py``).
+unknown versions ignored. The ``svix`` scheme is the same with ``svix-id``, ``svix-timestamp`` and
+``svix-signature``: what Svix sends unless an account has the headers white-labelled, and what
+receivers written from Svix's manual-verification docs (or Clerk's, Resend's …) read. Its verify
+is the hot path of every delivery and is kept flat on purpose (see ``bench/bench_verify.py``).
 """
 
 from __future__ import annotations
@@ -13,7 +16,7 @@ import binascii
 import os
 import random
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -41,9 +44,8 @@ from receiver.schemes.base import (
     standard_key,
 )
 
-__all__ = ["StandardWebhooks", "verify_standard"]
+__all__ = ["StandardWebhooks", "SvixWebhooks", "verify_standard", "verify_svix"]
 
-_ID_HEADER = "webhook-id"
 _a2b_base64 = a2b_base64
 _compare = compare
 _new_object = new_object
@@ -51,8 +53,8 @@ _prepared = prepared
 _prepare = prepare
 
 
-def _standard_candidates(header: str) -> list[bytes]:
-    """The decoded ``v1`` signatures of a ``webhook-signature`` header; other versions ignored."""
+def _standard_candidates(header: str, name: str) -> list[bytes]:
+    """The decoded ``v1`` signatures of a signature header (``name``); other versions ignored."""
     candidates: list[bytes] = []
     well_formed = 0
     for entry in header.split():
@@ -68,70 +70,87 @@ def _standard_candidates(header: str) -> list[bytes]:
             continue
     if not well_formed:
         raise MalformedHeader(
-            "the 'webhook-signature' header must hold space-separated 'v1,<base64>' entries"
+            f"the '{name}' header must hold space-separated 'v1,<base64>' entries"
         )
     return candidates
 
 
-def verify_standard(
-    body: bytes, headers: Mapping[str, str], keys: Sequence[bytes], now: float, tolerance: int
-) -> VerifiedMessage:
-    """:meth:`StandardWebhooks.verify`, positional (``Verifier`` calls it directly)."""
-    # The hot path of every delivery, kept flat on purpose (see bench/bench_verify.py): no
-    # helper calls on success except the constant-time compare; helpers only to raise.
-    try:
-        event_id = headers["webhook-id"]
-        raw_ts = headers["webhook-timestamp"]
-        header = headers["webhook-signature"]
-    except KeyError:
-        names = ("webhook-id", "webhook-timestamp", "webhook-signature")
-        missing = [name for name in names if headers.get(name) is None] or ["webhook-id"]
-        raise MissingHeader(f"the '{missing[0]}' header is missing") from None
-    line = f"{event_id}.{raw_ts}."  # what is signed before the body
-    if not (
-        0 < len(event_id) <= MAX_EVENT_ID_LENGTH
-        and 0 < len(raw_ts) <= MAX_TIMESTAMP_DIGITS
-        and line.isascii()
-        and raw_ts.isdigit()
-        and event_id.isprintable()
-        and " " not in event_id
-    ):
-        check_event_id(event_id, "'webhook-id'")  # one of these two raises
-        parse_timestamp(raw_ts, "the 'webhook-timestamp' header")
-    candidates: list[bytes]
-    if len(header) == 47 and header.startswith("v1,"):  # the usual: one v1 HMAC-SHA256
+Verify = Callable[[bytes, Mapping[str, str], Sequence[bytes], float, int], VerifiedMessage]
+
+
+def _verifier(scheme: str, prefix: str) -> Verify:
+    """The positional verify of the Standard Webhooks scheme whose headers are ``{prefix}id``,
+    ``{prefix}timestamp`` and ``{prefix}signature`` (``Verifier`` calls it directly)."""
+    id_name, ts_name, sig_name = f"{prefix}id", f"{prefix}timestamp", f"{prefix}signature"
+    names = (id_name, ts_name, sig_name)
+    where_id, where_ts = f"'{id_name}'", f"the '{ts_name}' header"
+    too_long = f"the '{sig_name}' header is too long"
+
+    def verify(
+        body: bytes, headers: Mapping[str, str], keys: Sequence[bytes], now: float, tolerance: int
+    ) -> VerifiedMessage:
+        # The hot path of every delivery, kept flat on purpose (see bench/bench_verify.py): no
+        # helper calls on success except the constant-time compare; helpers only to raise.
         try:
-            candidates = [_a2b_base64(header[3:], strict_mode=True)]
-        except (binascii.Error, ValueError):
-            candidates = []
-    elif len(header) > MAX_SIGNATURE_HEADER:
-        raise MalformedHeader("the 'webhook-signature' header is too long")
-    else:
-        candidates = _standard_candidates(header)
-    timestamp = int(raw_ts)
-    # floor(now) - tolerance <= timestamp <= floor(now) + tolerance, for an integer timestamp:
-    if not now - tolerance - 1 < timestamp <= now + tolerance:
-        check_window(timestamp, now, tolerance)
-    head = line.encode("ascii")
-    for index, key in enumerate(keys):
-        inner_state, outer_state = _prepared.get(key) or _prepare(key)
-        inner = inner_state.copy()
-        inner.update(head)
-        inner.update(body)
-        outer = outer_state.copy()
-        outer.update(inner.digest())
-        expected = outer.digest()
-        for candidate in candidates:
-            if _compare(expected, candidate):
-                message = _new_object(VerifiedMessage)  # = verified(...), inlined
-                fields = message.__dict__
-                fields["event_id"] = event_id
-                fields["body"] = body
-                fields["scheme"] = "standard"
-                fields["timestamp"] = timestamp
-                fields["secret_index"] = index
-                return message
-    raise SignatureMismatch("no signature matches an active secret")
+            event_id = headers[id_name]
+            raw_ts = headers[ts_name]
+            header = headers[sig_name]
+        except KeyError:
+            missing = [name for name in names if headers.get(name) is None] or [id_name]
+            raise MissingHeader(f"the '{missing[0]}' header is missing") from None
+        line = f"{event_id}.{raw_ts}."  # what is signed before the body
+        if not (
+            0 < len(event_id) <= MAX_EVENT_ID_LENGTH
+            and 0 < len(raw_ts) <= MAX_TIMESTAMP_DIGITS
+            and line.isascii()
+            and raw_ts.isdigit()
+            and event_id.isprintable()
+            and " " not in event_id
+        ):
+            check_event_id(event_id, where_id)  # one of these two raises
+            parse_timestamp(raw_ts, where_ts)
+        candidates: list[bytes]
+        if len(header) == 47 and header.startswith("v1,"):  # the usual: one v1 HMAC-SHA256
+            try:
+                candidates = [_a2b_base64(header[3:], strict_mode=True)]
+            except (binascii.Error, ValueError):
+                candidates = []
+        elif len(header) > MAX_SIGNATURE_HEADER:
+            raise MalformedHeader(too_long)
+        else:
+            candidates = _standard_candidates(header, sig_name)
+        timestamp = int(raw_ts)
+        # floor(now) - tolerance <= timestamp <= floor(now) + tolerance, for an integer timestamp:
+        if not now - tolerance - 1 < timestamp <= now + tolerance:
+            check_window(timestamp, now, tolerance)
+        head = line.encode("ascii")
+        for index, key in enumerate(keys):
+            inner_state, outer_state = _prepared.get(key) or _prepare(key)
+            inner = inner_state.copy()
+            inner.update(head)
+            inner.update(body)
+            outer = outer_state.copy()
+            outer.update(inner.digest())
+            expected = outer.digest()
+            for candidate in candidates:
+                if _compare(expected, candidate):
+                    message = _new_object(VerifiedMessage)  # = verified(...), inlined
+                    fields = message.__dict__
+                    fields["event_id"] = event_id
+                    fields["body"] = body
+                    fields["scheme"] = scheme
+                    fields["timestamp"] = timestamp
+                    fields["secret_index"] = index
+                    return message
+        raise SignatureMismatch("no signature matches an active secret")
+
+    return verify
+
+
+verify_standard = _verifier("standard", "webhook-")
+"""Standard Webhooks' verify, positional."""
+verify_svix = _verifier("svix", "svix-")
+"""The svix scheme's verify, positional."""
 
 
 @dataclass(frozen=True)
@@ -140,7 +159,7 @@ class StandardWebhooks(SchemeBase):
 
     name: ClassVar[str] = "standard"
     uses_timestamp: ClassVar[bool] = True
-    id_header: ClassVar[str | None] = _ID_HEADER
+    id_header: ClassVar[str] = "webhook-id"
     timestamp_header: ClassVar[str] = "webhook-timestamp"
     signature_header: ClassVar[str] = "webhook-signature"
     several_signatures: ClassVar[bool] = True
@@ -149,6 +168,11 @@ class StandardWebhooks(SchemeBase):
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
         r"whsec_[A-Za-z0-9+/=]+|v1,[A-Za-z0-9+/=]{20,}"
     )
+
+    @property
+    def direct_verify(self) -> Verify:
+        """Its verify, positional: what ``Verifier`` calls on the hot path."""
+        return verify_standard
 
     def key(self, secret: Secret) -> bytes:
         return standard_key(secret.value)
@@ -165,7 +189,7 @@ class StandardWebhooks(SchemeBase):
             for s in secrets
         )
         return {
-            _ID_HEADER: event_id,
+            self.id_header: event_id,
             self.timestamp_header: str(timestamp),
             self.signature_header: signatures,
         }
@@ -179,7 +203,7 @@ class StandardWebhooks(SchemeBase):
         now: float,
         tolerance: int,
     ) -> VerifiedMessage:
-        return verify_standard(body, headers, keys, now, tolerance)
+        return self.direct_verify(body, headers, keys, now, tolerance)
 
     def mint_secret(self, raw: bytes | None = None) -> Secret:
         """``whsec_`` and the base64 of ``raw`` (24 fresh random bytes by default)."""
@@ -225,8 +249,8 @@ class StandardWebhooks(SchemeBase):
     def broken_headers(self, *, timestamp: int, rng: random.Random) -> tuple[BrokenHeader, ...]:
         sig = _b64(random_bytes(rng, 32)).encode()
         return (
-            BrokenHeader(_ID_HEADER, "id"),
-            BrokenHeader("webhook-timestamp", "timestamp"),
+            BrokenHeader(self.id_header, "id"),
+            BrokenHeader(self.timestamp_header, "timestamp"),
             BrokenHeader(
                 self.signature_header,
                 "signature",
@@ -249,11 +273,25 @@ class StandardWebhooks(SchemeBase):
         if value.startswith(self.secret_prefix):
             return None
         return (
-            "does not start with 'whsec_': under the standard scheme the key is the base64 after "
-            "'whsec_', so a receiver keyed with the string itself will refuse every signed "
+            f"does not start with 'whsec_': under the {self.name} scheme the key is the base64 "
+            "after 'whsec_', so a receiver keyed with the string itself will refuse every signed "
             "delivery (pass the whsec_ secret, or --scheme stripe or github if the platform "
             "signs with the raw string)"
         )
+
+
+@dataclass(frozen=True)
+class SvixWebhooks(StandardWebhooks):
+    """Standard Webhooks as Svix brands it: ``svix-id``, ``svix-timestamp``, ``svix-signature``."""
+
+    name: ClassVar[str] = "svix"
+    id_header: ClassVar[str] = "svix-id"
+    timestamp_header: ClassVar[str] = "svix-timestamp"
+    signature_header: ClassVar[str] = "svix-signature"
+
+    @property
+    def direct_verify(self) -> Verify:
+        return verify_svix
 
 
 def _b64(raw: bytes) -> str:

@@ -66,6 +66,40 @@ def _standard(
     return build
 
 
+_SVIX_HEADERS = ("svix-id", "svix-timestamp", "svix-signature")
+
+
+def _svix_branded(secrets: Sequence[str], narrow: bool) -> Verify:
+    """Svix's manual-verification docs (and Clerk's, Resend's): the three ``svix-`` headers read
+    one by one, 400 when one is missing, then ``Webhook(secret).verify`` over exactly them."""
+    hooks = [svix.webhooks.Webhook(secret) for secret in secrets]
+    caught = (
+        (svix.webhooks.WebhookVerificationError,)
+        if narrow
+        else (
+            svix.webhooks.WebhookVerificationError,
+            ValueError,
+        )
+    )
+
+    def verify(headers: Mapping[str, str], body: bytes) -> Refusal:
+        svix_id, timestamp, signature = (headers.get(name) for name in _SVIX_HEADERS)
+        if not (svix_id and timestamp and signature):
+            return _refuse(svix_id or "")
+        given = dict(zip(_SVIX_HEADERS, (svix_id, timestamp, signature), strict=True))
+        for hook in hooks:
+            try:
+                hook.verify(body, given)
+            except caught:
+                continue
+            if not _valid_id(svix_id):
+                return _refuse(svix_id)
+            return svix_id, None
+        return _refuse(svix_id)
+
+    return verify
+
+
 def _stripe(secrets: Sequence[str], narrow: bool) -> Verify:
     def verify(headers: Mapping[str, str], body: bytes) -> Refusal:
         for secret in secrets:
@@ -126,6 +160,7 @@ LIBRARIES: Mapping[str, tuple[str, Callable[[Sequence[str], bool], Verify]]] = {
         "standard",
         _standard(svix.webhooks.Webhook, (svix.webhooks.WebhookVerificationError, ValueError)),
     ),
+    "svix_manual": ("svix", _svix_branded),
     "stripe": ("stripe", _stripe),
     "github": ("github", _github),
 }

@@ -13,6 +13,7 @@ import pytest
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
+from receiver.app import ReceiverSettings, create_app
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
 from tests.conformance.library_receivers import (
     CORRECT,
@@ -24,6 +25,7 @@ from tests.conformance.support import SECRET, app_settings, broken_guarantees, r
 
 RAW_SECRETS = {
     "standard": (SECRET, SECOND_SECRET),
+    "svix": (SECRET, SECOND_SECRET),
     "stripe": ("whsec_stripe_style_conformance_one", "whsec_stripe_style_conformance_two"),
     "github": ("github-webhook-secret-one", "github-webhook-secret-two"),
 }
@@ -61,3 +63,32 @@ def test_a_sample_copied_to_the_letter_is_caught(name: str, must_fail: frozenset
     for sid in must_fail:
         observed = results[sid].failures[0].observed
         assert "500" in observed
+
+
+def test_a_receiver_reading_svix_headers_needs_the_svix_scheme() -> None:
+    """Svix sends svix-id, svix-timestamp and svix-signature (webhook-* only for white-labelled
+    accounts); a receiver written from its manual-verification docs reads exactly those, so
+    under the standard scheme every delivery is refused, and under --scheme svix none is."""
+    secrets = RAW_SECRETS["svix"]
+    _, verify = library_verify("svix_manual", secrets)
+    app = plain_receiver(secrets, verify=verify, max_body=MAX_BODY)
+    for scheme, outcome in (("standard", Outcome.FAILED), ("svix", Outcome.PASSED)):
+        settings = app_settings(None, scheme=scheme, secrets=secrets, select=("signature.valid",))
+        assert run_in_process(app, settings)["signature.valid"].outcome is outcome, scheme
+
+
+def test_the_reference_receiver_verifies_the_svix_scheme() -> None:
+    secrets = RAW_SECRETS["svix"]
+    reference = ReceiverSettings(
+        secrets=list(secrets),
+        db=":memory:",
+        scheme="svix",
+        probe_token=PROBE_TOKEN,
+        max_body=MAX_BODY,
+    )
+    settings = app_settings(PROBE_TOKEN, scheme="svix", secrets=secrets, max_body=MAX_BODY)
+    results = run_in_process(create_app(reference), settings)
+    assert broken_guarantees(results) == {}
+    failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
+    assert failed == set()
+    assert results["signature.each-secret"].outcome is Outcome.PASSED
