@@ -5,7 +5,9 @@ reporters."""
 
 from __future__ import annotations
 
+import functools
 import random
+import ssl
 from collections.abc import AsyncIterator, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any
@@ -84,10 +86,23 @@ def plan(settings: CheckSettings, harness: Harness = Harness.C) -> list[Scenario
     return CATALOGUE.select(settings.select, settings.deselect, harness=harness)
 
 
+@functools.cache
+def _verified_tls() -> ssl.SSLContext:
+    """httpx's default verifying TLS context (its CA bundle, or ``SSL_CERT_FILE``), loaded once
+    per process: loading the bundle is tens of milliseconds, once per client otherwise."""
+    return httpx.create_ssl_context()
+
+
 @asynccontextmanager
-async def url_client(settings: CheckSettings) -> AsyncIterator[httpx.AsyncClient]:
+async def url_client(
+    settings: CheckSettings, url: str | None = None
+) -> AsyncIterator[httpx.AsyncClient]:
+    """A real HTTP client for ``url`` (default: the endpoint's). A plain ``http://`` target never
+    negotiates TLS (the runner follows no redirect), so no CA bundle is loaded for it."""
     limits = httpx.Limits(max_connections=max(16, settings.concurrency * 2))
-    async with httpx.AsyncClient(limits=limits, timeout=settings.timeout) as client:
+    target = url if url is not None else settings.url or ""
+    tls: ssl.SSLContext | bool = _verified_tls() if target.startswith("https://") else False
+    async with httpx.AsyncClient(limits=limits, timeout=settings.timeout, verify=tls) as client:
         yield client
 
 
@@ -146,7 +161,9 @@ async def open_http_harness(
         if client is None:
             client = await stack.enter_async_context(url_client(settings))
             probe_client = (
-                await stack.enter_async_context(url_client(settings)) if options.probe else client
+                await stack.enter_async_context(url_client(settings, options.probe.prefix))
+                if options.probe
+                else client
             )
             await wait_until_answering(
                 client,

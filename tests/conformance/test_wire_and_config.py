@@ -173,3 +173,27 @@ def test_waiting_for_an_endpoint_retries_503_and_refused_connections(
     answers = iter([503] * 3)
     with pytest.raises(EndpointUnreachable, match="503"):
         asyncio.run(go(0.0))
+
+
+def test_a_plain_http_target_loads_no_ca_bundle_and_https_loads_it_once() -> None:
+    """The CA bundle costs tens of milliseconds a load: none for http:// (the runner follows no
+    redirect, so TLS never happens), one per process for https:// however many clients."""
+    import asyncio
+    import ssl
+
+    from conformance import session
+
+    session._verified_tls.cache_clear()
+    settings = CheckSettings(url="http://127.0.0.1:9/webhooks", secrets=("whsec_dGVzdA==",))
+
+    async def open_clients(url: str, count: int) -> None:
+        for _ in range(count):
+            async with session.url_client(settings, url):
+                pass
+
+    asyncio.run(open_clients("http://127.0.0.1:9/webhooks", 2))
+    assert session._verified_tls.cache_info().currsize == 0
+    asyncio.run(open_clients("https://partner.example/webhooks", 2))
+    info = session._verified_tls.cache_info()
+    assert (info.misses, info.hits) == (1, 1)
+    assert session._verified_tls().verify_mode is ssl.CERT_REQUIRED
