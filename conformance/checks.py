@@ -18,6 +18,7 @@ from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.results import Failure
+from receiver.problems import media_type
 from receiver.signing import SCHEMES
 
 __all__ = ["RECEIVER_CHECKS", "Unjudged", "status_matches"]
@@ -202,7 +203,7 @@ async def _problem_json(run: WireRun, expectation: Expectation) -> Verdict:
     """Every 4xx answer is ``application/problem+json``."""
     for exchange in _labelled(run, expectation):
         if exchange.status is not None and 400 <= exchange.status < 500:
-            media = exchange.headers.get("content-type", "").split(";")[0].strip().lower()
+            media = media_type(exchange.headers.get("content-type", ""))
             if media != "application/problem+json":
                 return _failure(
                     run,

@@ -88,7 +88,7 @@ class RequestHeaders:
         ``signed`` ones (the scheme's id, timestamp and signature) or an HTTP framing header is
         a UsageError."""
         reserved = {name.lower() for name in signed} | _FRAMING
-        merged = {name: value for name, value in platform}
+        merged = dict(platform)
         for name, value in given:
             lowered = name.lower()
             if lowered in reserved:

@@ -25,6 +25,7 @@ __all__ = [
     "PROBLEM_BASE",
     "PROBLEM_CONTENT_TYPE",
     "Problem",
+    "media_type",
     "problem_body",
     "problem_for",
     "send_json",
@@ -33,6 +34,12 @@ __all__ = [
 
 PROBLEM_BASE = "https://hookproof.dev/problems/"
 PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+
+def media_type(content_type: str) -> str:
+    """The media type of a ``Content-Type`` value, lower-case, without its parameters
+    (``Application/JSON; charset=utf-8`` is ``application/json``)."""
+    return content_type.split(";", 1)[0].strip().lower()
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from conformance.sender_check.declared import Declared
 from conformance.sender_check.listener import Attempt
 from conformance.sender_check.script import Kind
+from receiver.problems import media_type
 from sender_sim.classify import Action
 
 __all__ = [
@@ -144,10 +145,6 @@ _SENDERS_OWN = frozenset({"user-agent"})
 """Delivery headers a sender may write its own way (it names itself)."""
 
 
-def _media_type(value: str) -> str:
-    return value.split(";", 1)[0].strip().lower()
-
-
 def _delivery_headers(history: History) -> list[Problem]:
     """Every attempt declares the platform's content type (its media type; parameters such as
     ``charset`` are the sender's) and carries the other headers receivers route on (GitHub's
@@ -160,7 +157,7 @@ def _delivery_headers(history: History) -> list[Problem]:
                 continue
             got = a.headers.get(name)
             missed = (
-                got is None or _media_type(got) != _media_type(value)
+                got is None or media_type(got) != media_type(value)
                 if name == "content-type"
                 else not got
             )

@@ -24,7 +24,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from receiver.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
+from receiver.problems import PROBLEM_CONTENT_TYPE, Problem, media_type, problem_body
 from sender_sim.exceptions import (
     ConfigurationError,
     NotFound,
@@ -75,7 +75,7 @@ def _refusals(handler: Handler) -> Handler:
 
 
 async def _json(request: Request) -> dict[str, Any]:
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    media = media_type(request.headers.get("content-type", ""))
     if media != "application/json":
         raise _Refusal(415, "unsupported-media-type", "Send JSON", "expected application/json")
     try:

@@ -27,7 +27,7 @@ from starlette.datastructures import Headers, MutableHeaders
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from receiver.problems import PROBLEM_CONTENT_TYPE, Problem, problem_body
+from receiver.problems import PROBLEM_CONTENT_TYPE, Problem, media_type, problem_body
 
 __all__ = [
     "CSP",
@@ -139,7 +139,7 @@ class Guard:
         if self._valid(headers.get(CSRF_HEADER)):
             await self.app(scope, receive, send_with_headers)
             return
-        media = headers.get("content-type", "").split(";")[0].strip().lower()
+        media = media_type(headers.get("content-type", ""))
         body = await _read_body(receive) if media == _FORM else b""
         if body is None or not self._valid(_form_token(body)):
             await _forbidden(send, "missing or wrong CSRF token (reload the page)")

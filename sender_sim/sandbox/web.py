@@ -42,6 +42,7 @@ from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
+from receiver.problems import media_type
 from sender_sim.commands.support import parse_fields
 from sender_sim.exceptions import (
     ConfigurationError,
@@ -281,7 +282,7 @@ class Dashboard:
     # -- forms ---------------------------------------------------------------------------------
 
     async def _form(self, request: Request) -> list[tuple[str, str]] | Response:
-        media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        media = media_type(request.headers.get("content-type", ""))
         if media != _FORM:
             return self.problem(
                 request, 415, "unsupported-media-type", "Send a form", f"expected {_FORM}"
