@@ -64,8 +64,8 @@ PHP_MUST_FAIL: dict[str, frozenset[str]] = {
     ),
     # Not concurrent-duplicates: php -S's workers each run an event loop, and one idle worker
     # may accept every copy's connection while the bodies are held, then run them one by one
-    # (no race, in some runs). A copy sent while the first is
-    # being handled finds that worker busy and goes to another: staggered-duplicates races.
+    # (no race, in some runs). A copy sent while the first is being handled finds that worker
+    # busy and goes to another: staggered-duplicates races.
     "check_then_insert": frozenset({"idempotency.staggered-duplicates"}),
     "ack_before_commit": frozenset({"response.ack-after-commit", "signature.valid"}),
     "no_body_limit": frozenset({"size.over-limit"}),
