@@ -6,6 +6,11 @@ webhook-id, not on the body — 6 scenarios``) so the report starts with what to
 name its cause (``Failure.cause``, e.g. a refusal code that differs from the convention); otherwise
 the scenario's id picks it from :data:`SCENARIO_CAUSES` (``fnmatch`` patterns, first match wins),
 and a scenario no pattern covers is its own cause: its guarantee.
+
+One cause outranks the others: when the plainest authentic delivery (``signature.valid``) is not
+acknowledged at all, most of the catalogue fails with it — a wrong secret, scheme, path or event
+type, not thirty bugs. Every scenario whose own authentic delivery was refused then folds into
+:data:`REFUSED_AUTHENTIC`, whose fix quotes the receiver's answer.
 """
 
 from __future__ import annotations
@@ -16,7 +21,18 @@ from dataclasses import dataclass
 
 from conformance.results import Outcome, ScenarioResult
 
-__all__ = ["CAUSES", "SCENARIO_CAUSES", "Cause", "cause_of", "group_by_cause"]
+__all__ = [
+    "CAUSES",
+    "REFUSED_AUTHENTIC",
+    "SCENARIO_CAUSES",
+    "Cause",
+    "cause_of",
+    "group_by_cause",
+]
+
+REFUSED_AUTHENTIC = "refused-authentic"
+"""The cause key of a failure where a delivery that must be acknowledged (2xx) was not."""
+_PLAINEST = "signature.valid"
 
 CAUSES: Mapping[str, str] = {
     "convention": "answer refusals with the codes the platform expects, or declare the codes "
@@ -34,6 +50,8 @@ CAUSES: Mapping[str, str] = {
     "header-case": "look header names up case-insensitively (Webhook-Id is webhook-id)",
     "repeated": "refuse a webhook header sent twice with different values (400), or verify and "
     "deduplicate on the same one value",
+    "verify-first": "verify (signature and timestamp) before recording the event id: a refused "
+    "copy leaves no trace, so the genuine copy that follows is accepted and applied once",
     "tolerance": "accept timestamps within the whole tolerance, in both directions",
     "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
     "dedupe": "deduplicate on the event id (webhook-id) in a durable inbox, not on the body, "
@@ -47,6 +65,9 @@ CAUSES: Mapping[str, str] = {
     "size": "accept bodies up to the limit you declare (a framework's default limit may be "
     "lower: raise it), and refuse larger ones with 413",
     "sender": "the sender breaks its retry contract (see each scenario's guarantee)",
+    REFUSED_AUTHENTIC: "acknowledge a correctly signed delivery: check that the receiver holds "
+    "the secret you pass (--secret), verifies the --scheme you chose at this URL and accepts "
+    "the event (--event-template)",
 }
 """Every known cause and its one-line fix."""
 
@@ -58,9 +79,15 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.id-less-event", "event-id"),
     ("signature.malformed-unsigned-id", "event-id"),
     ("signature.malformed-*", "parse"),
+    ("signature.wrong-length-entry", "parse"),
+    ("signature.body-not-*", "parse"),
     ("signature.truncated-signature", "compare"),
     ("signature.rotation", "signature-list"),
     ("signature.unknown-version", "signature-list"),
+    ("signature.list-positions", "signature-list"),
+    ("signature.each-secret", "signature-list"),
+    ("signature.*-then-genuine", "verify-first"),
+    ("clock.stale-then-genuine", "verify-first"),
     ("signature.raw-bytes", "raw-bytes"),
     ("signature.utf8-body", "raw-bytes"),
     ("signature.repeated-headers", "repeated"),
@@ -99,9 +126,13 @@ class Cause:
         return f"{self.fix} — {count} scenario{'' if count == 1 else 's'}"
 
 
-def cause_of(result: ScenarioResult) -> tuple[str, str]:
-    """The cause key and fix a failed ``result`` points at."""
-    named = [f.cause for f in result.failures if f.cause]
+def cause_of(result: ScenarioResult, *, authentic_refused: bool = False) -> tuple[str, str]:
+    """The cause key and fix a failed ``result`` points at; ``authentic_refused``: the run's
+    plainest authentic delivery was refused, so a refused delivery of ``result`` points there."""
+    causes = [f.cause for f in result.failures]
+    if authentic_refused and REFUSED_AUTHENTIC in causes:
+        return REFUSED_AUTHENTIC, CAUSES[REFUSED_AUTHENTIC]
+    named = [cause for cause in causes if cause and cause != REFUSED_AUTHENTIC]
     # a result with a broken guarantee points at it, not at the convention it also broke
     if named and len(named) == len(result.failures):
         return named[0], CAUSES.get(named[0], named[0])
@@ -113,11 +144,24 @@ def cause_of(result: ScenarioResult) -> tuple[str, str]:
 
 def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     """The failed results' causes, most scenarios first (ties: first seen first)."""
+    failed = [result for result in results if result.outcome is Outcome.FAILED]
+    refusal = _plainest_refusal(failed)
     groups: dict[str, tuple[str, list[str]]] = {}
-    for result in results:
-        if result.outcome is not Outcome.FAILED:
-            continue
-        key, fix = cause_of(result)
+    for result in failed:
+        key, fix = cause_of(result, authentic_refused=refusal is not None)
+        if key == REFUSED_AUTHENTIC:
+            fix = f"{fix}; the plainest one was answered {refusal}"
         groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
     causes = [Cause(key, fix, tuple(ids)) for key, (fix, ids) in groups.items()]
-    return sorted(causes, key=lambda c: -len(c.scenarios))
+    # what folds the rest of the run leads, however few scenarios it counts
+    return sorted(causes, key=lambda c: (c.key != REFUSED_AUTHENTIC, -len(c.scenarios)))
+
+
+def _plainest_refusal(failed: Iterable[ScenarioResult]) -> str | None:
+    """What the receiver answered the plainest authentic delivery, if it refused it."""
+    for result in failed:
+        if result.scenario.id == _PLAINEST:
+            for failure in result.failures:
+                if failure.cause == REFUSED_AUTHENTIC:
+                    return failure.observed
+    return None

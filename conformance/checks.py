@@ -12,8 +12,9 @@ import base64
 import hmac
 import math
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from conformance.causes import REFUSED_AUTHENTIC
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
@@ -91,13 +92,14 @@ async def _status(run: WireRun, expectation: Expectation) -> Verdict:
     if bad:
         count = f"{len(bad)} of {len(exchanges)} answers: " if len(exchanges) > 1 else ""
         first = bad[0]
-        return _failure(
+        failure = _failure(
             run,
             expectation,
             [first],
             observed=count + first.describe(run.redactions()),
             expected=f"{expectation.describe()} (allowed: {', '.join(allowed)})",
         )
+        return _refused_authentic(failure, allowed)
     return None
 
 
@@ -108,7 +110,13 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
     allowed = _allowed(expectation)
     if any(status_matches(e, p) for e in exchanges for p in allowed):
         return None
-    return _failure(run, expectation, exchanges[:3])
+    return _refused_authentic(_failure(run, expectation, exchanges[:3]), allowed)
+
+
+def _refused_authentic(failure: Failure, allowed: tuple[str, ...]) -> Failure:
+    """``failure`` of a delivery that only a 2xx answers (an authentic one) marked with that
+    cause: when the plainest such delivery is refused too, the report folds them together."""
+    return replace(failure, cause=REFUSED_AUTHENTIC) if allowed == ("2xx",) else failure
 
 
 async def _probe_failure(

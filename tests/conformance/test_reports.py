@@ -29,9 +29,9 @@ from conformance.reporters.text import counted, describe_result
 from conformance.results import Failure, Outcome, ScenarioResult, Summary
 from conformance.shell import curl_command
 from receiver.server import running_server
-from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
+from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
 from tests.conformance.report_schema import validate_report
-from tests.conformance.support import SECRET
+from tests.conformance.support import SECRET, check_variant
 
 BODIES = [
     b'{"a": 1}',
@@ -111,6 +111,53 @@ def test_failures_are_grouped_by_their_likely_cause_most_first() -> None:
     assert causes[0].line.startswith("deduplicate on the event id (webhook-id)")
     assert causes[0].line.endswith(" — 3 scenarios")
     assert causes[1].line.endswith(" — 1 scenario")
+
+
+FOLDED = (
+    "signature.valid",
+    "signature.rotation",
+    "signature.each-secret",
+    "idempotency.sequential-duplicate",
+    "signature.tampered-body",
+)
+
+
+def test_a_receiver_that_refuses_every_authentic_delivery_is_told_that_first() -> None:
+    """A wrong secret (or scheme, path, event type) fails most of the catalogue; the report
+    leads with that one cause, quoting the answer, instead of a dozen fixes of bugs it has not
+    got. A refusal the receiver got right (the tampered body) is not folded into it."""
+    with running_server(plain_receiver(SECOND_SECRET)) as base:
+        results = check_variant(
+            base, secrets=(SECRET,), probe_token=PROBE_TOKEN, max_body=4096, select=FOLDED
+        )
+    causes = group_by_cause(results.values())
+    first = causes[0]
+    assert first.key == "refused-authentic"
+    assert set(first.scenarios) == set(FOLDED) - {"signature.tampered-body"}
+    assert "--secret" in first.fix
+    assert "answered 401" in first.fix
+    assert results["signature.tampered-body"].outcome is Outcome.PASSED
+
+
+def test_a_refused_second_secret_keeps_its_own_cause_when_the_plainest_delivery_passes() -> None:
+    """Only when the plainest delivery is refused do other refusals fold into that cause: a
+    receiver that tries only its first secret is told about rotation."""
+    receiver = plain_receiver((SECRET, SECOND_SECRET), bugs=frozenset({"only-first-secret"}))
+    with running_server(receiver) as base:
+        results = check_variant(
+            base,
+            secrets=(SECRET, SECOND_SECRET),
+            probe_token=PROBE_TOKEN,
+            max_body=4096,
+            select=FOLDED,
+        )
+    assert results["signature.valid"].outcome is Outcome.PASSED
+    failed = results["signature.each-secret"]
+    assert failed.outcome is Outcome.FAILED
+    assert any(f.cause == "refused-authentic" for f in failed.failures)  # marked, not folded
+    keys = {c.key: c.scenarios for c in group_by_cause(results.values())}
+    assert "refused-authentic" not in keys
+    assert "signature.each-secret" in keys["signature-list"]
 
 
 def test_a_should_only_failure_does_not_fail_the_run() -> None:
