@@ -44,7 +44,7 @@ from receiver.middleware import (
     hookproof_delivery,
 )
 from receiver.probe import DEFAULT_PROBE_PREFIX
-from receiver.problems import PROBLEMS, Problem, problem_body
+from receiver.problems import PROBLEM_CONTENT_TYPE, PROBLEMS, Problem, problem_body
 from receiver.signing import DEFAULT_TOLERANCE_S, Secret, Verifier, scheme_named
 
 __all__ = ["DEMO_ANSWERS", "ReceiverSettings", "build_verifier", "create_app"]
@@ -123,7 +123,7 @@ class _Open:
 
 def _problem(status: int, slug: str, title: str, detail: str) -> Response:
     body = problem_body(Problem(slug, status, title), detail)
-    return Response(body, status_code=status, media_type="application/problem+json")
+    return Response(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE)
 
 
 _ROUTING_PROBLEMS = {404: PROBLEMS["not-found"], 405: PROBLEMS["method-not-allowed"]}
@@ -136,9 +136,7 @@ async def _routing_problem(request: Request, error: Exception) -> Response:
     detail = f"{request.method} {request.url.path} is not served here"
     headers = dict(error.headers or {}) if isinstance(error, HTTPException) else {}
     body = problem_body(problem, detail, status=status)
-    return Response(
-        body, status_code=status, media_type="application/problem+json", headers=headers
-    )
+    return Response(body, status_code=status, media_type=PROBLEM_CONTENT_TYPE, headers=headers)
 
 
 def create_app(

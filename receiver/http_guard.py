@@ -8,7 +8,10 @@ protocol which
 
 * closes a connection whose request line and headers have not fully arrived ``header_timeout``
   seconds after the connection opened (or after the previous response, on a kept-alive one);
-* answers ``431`` and closes once a request head grows past ``max_header_bytes``.
+* answers ``431`` and closes once a request head grows past ``max_header_bytes``;
+* answers a request the HTTP parser refuses (a broken request line, a bad ``Content-Length``,
+  a header with a control character) with a ``400`` problem, not uvicorn's plain-text one, so
+  that every refusal the receiver sends has the one shape of :mod:`receiver.problems`.
 
 Everything else (the body, keep-alive, ``limit_concurrency``) is uvicorn's own behaviour, bounded
 by the options in :mod:`receiver.server`.
@@ -17,21 +20,32 @@ by the options in :mod:`receiver.server`.
 from __future__ import annotations
 
 import asyncio
+from http import HTTPStatus
 from typing import Any
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
+from receiver.problems import PROBLEM_CONTENT_TYPE, PROBLEMS, problem_body
+
 __all__ = ["guarded_protocol"]
 
-_TOO_LARGE = (
-    b"HTTP/1.1 431 Request Header Fields Too Large\r\n"
-    b"content-type: application/problem+json\r\n"
-    b"connection: close\r\n"
-    b"content-length: %d\r\n\r\n%s"
-)
-_TOO_LARGE_BODY = (
-    b'{"type":"https://hookproof.dev/problems/headers-too-large","title":"The request headers '
-    b'are larger than the limit","status":431,"detail":"send smaller headers"}'
+
+def _closing_answer(slug: str, detail: str) -> bytes:
+    """A whole HTTP/1.1 answer with the problem ``slug``, closing the connection."""
+    problem = PROBLEMS[slug]
+    body = problem_body(problem, detail)
+    head = (
+        f"HTTP/1.1 {problem.status} {HTTPStatus(problem.status).phrase}\r\n"
+        f"content-type: {PROBLEM_CONTENT_TYPE}\r\n"
+        "connection: close\r\n"
+        f"content-length: {len(body)}\r\n\r\n"
+    )
+    return head.encode("ascii") + body
+
+
+_TOO_LARGE = _closing_answer("headers-too-large", "send smaller headers")
+_MALFORMED = _closing_answer(
+    "malformed-request", "the request line, a header or the body's framing could not be parsed"
 )
 
 
@@ -88,12 +102,9 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
         super().on_header(name, value)
 
     def send_400_response(self, msg: str) -> None:
-        if not self._head_too_large:
-            super().send_400_response(msg)
-            return
         self._disarm_head_timer()
         if not self.transport.is_closing():
-            self.transport.write(_TOO_LARGE % (len(_TOO_LARGE_BODY), _TOO_LARGE_BODY))
+            self.transport.write(_TOO_LARGE if self._head_too_large else _MALFORMED)
             self.transport.close()
 
     def on_message_begin(self) -> None:

@@ -74,6 +74,8 @@ PROBLEMS: Mapping[str, Problem] = {
             "ambiguous-header", 400, "A webhook header field appears twice with different values"
         ),
         Problem("body-timeout", 408, "The body did not arrive within the read deadline"),
+        Problem("headers-too-large", 431, "The request headers are larger than the limit"),
+        Problem("malformed-request", 400, "The request is not valid HTTP/1.1"),
     )
 }
 """Every non-verification problem, by slug."""

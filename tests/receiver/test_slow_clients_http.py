@@ -127,6 +127,37 @@ def test_a_request_head_over_the_limit_gets_431(http: httpx.Client) -> None:
     assert b"application/problem+json" in answer
 
 
+@pytest.mark.parametrize(
+    "framing",
+    [
+        b"Content-Length: abc\r\n",
+        b"Content-Length: -1\r\n",
+        b"Content-Length: 2\r\nContent-Length: 3\r\n",
+        b"Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",
+        b"X-Control: a\x00b\r\nContent-Length: 2\r\n",
+        b"Webhook-Id : evt_space\r\nContent-Length: 2\r\n",
+    ],
+    ids=["not-a-number", "negative", "two-lengths", "length-and-chunked", "nul", "space-name"],
+)
+def test_a_request_the_http_parser_refuses_gets_a_400_problem_and_claims_nothing(
+    http: httpx.Client, framing: bytes
+) -> None:
+    """uvicorn answers these itself in plain text; the receiver's protocol answers them with the
+    one problem shape of every refusal, and closes the connection."""
+    event_id = "evt_bad_framing"
+    with _connect(http) as sock:
+        sock.sendall(_head(event_id, b"{}", framing) + b"{}")
+        answer = read_answer(sock)
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400"), answer[:200]
+    assert b"content-type: application/problem+json" in head
+    assert b"connection: close" in head
+    problem = json.loads(body)
+    assert problem["type"] == "https://hookproof.dev/problems/malformed-request"
+    assert problem["status"] == 400
+    assert probe(http, event_id).status_code == 404
+
+
 def test_connections_past_the_concurrency_limit_get_503(http: httpx.Client) -> None:
     idle = [_connect(http) for _ in range(LIMITS.limit_concurrency)]
     try:
