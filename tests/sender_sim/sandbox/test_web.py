@@ -4,6 +4,7 @@ it sends real HTTP to a scripted receiver on a loopback port."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Mapping
+from datetime import timedelta
 
 import httpx
 import pytest
@@ -88,9 +89,41 @@ async def test_publish_form_delivers_and_the_delivery_page_tells_it(
     assert "leased -&gt; delivered" in text
     assert "Story:" not in text  # the ledger is shown once, not retold
     assert 'action="/redrive"' not in text  # only dead letters get a redrive form
+    facts = text.split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
+    assert f'<code class="url">{receiver.url}</code>' in facts  # the id "app" is not its URL
     overview = await board.page("/")
     assert delivery_id in overview
     assert "in_1" in overview
+
+
+async def test_an_endpoint_named_by_its_url_shows_the_url_once(
+    board: Board, receiver: ScriptedReceiver
+) -> None:
+    """``hookproof sandbox`` names the endpoint by its URL unless told otherwise: the delivery
+    page then says it once, not as the id and again as the URL."""
+    sim = board.engine.sim
+    sim.add_endpoint(receiver.url, receiver.url, [SECRET])
+    delivery_id = sim.publish(
+        endpoint_id=receiver.url, deadline_at=sim.now() + timedelta(hours=1), data={"amount": 1}
+    )
+    text = await board.page(f"/deliveries/{delivery_id}")
+    facts = text.split('<dl class="facts">', 1)[1].split("</dl>", 1)[0]
+    assert facts.count(receiver.url) == 1
+
+
+async def test_an_answer_is_not_named_twice_when_its_class_is_its_kind(board: Board) -> None:
+    """A lost response is a timeout, classified ``timeout``: the list and the delivery page say
+    it once; a 200 keeps its class (``success``) beside the status."""
+    await board.post("/faults", {"name": "lost_response", "action": "on", "options": ""})
+    lost = await board.post("/publish", {"event_type": "invoice.paid", "deadline": "+2h"})
+    await board.post("/faults", {"name": "lost_response", "action": "off", "options": ""})
+    await board.post("/publish", {"event_type": "invoice.paid", "deadline": "+2h"})
+    overview = await board.page("/")
+    assert '<span class="muted small">timeout</span>' not in overview
+    assert '<span class="muted small">success</span>' in overview
+    detail = await board.page(lost.headers["location"])
+    assert '<span class="pill plainpill">timeout</span>' not in detail
+    assert "timeout: the response was lost (fault)" in detail
 
 
 async def test_fault_toggles(board: Board) -> None:
