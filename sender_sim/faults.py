@@ -7,21 +7,8 @@ faults, ``copies`` for concurrent sends). A :class:`FaultInjector` holds the run
 random stream and firing counts); every time a fault fires the simulator writes a ledger note
 ``fault:<kind>`` on the delivery concerned, so a run can be explained and replayed.
 
-Kinds (:class:`FaultKind`):
-
-``crash_after_send``        the worker sends, then dies: no persist, no ack; the lease expires
-``lost_response``           the receiver answers but the worker never sees it (a timeout)
-``lease_expiry_in_flight``  the lease expires mid-send; a rescuer worker takes over and resends;
-                            the first worker's late ack is refused (a lease-expiry duplicate)
-``second_worker``           a second worker races for the same claim; exactly one wins
-``worker_clock_skew``       the worker's clock is off by ``skew`` (it decides with that clock)
-``signature_clock_skew``    the signature timestamp is off by ``skew``
-``tampered_body``           the body is altered after signing
-``wrong_secret``            signed with a secret the receiver does not know
-``rotated_secret``          signed twice: a new secret first, then the current one
-``duplicate_send``          the same signed request is sent twice in a row
-``concurrent_sends``        ``copies`` identical requests are sent at once
-``double_redrive``          every redrive is submitted twice; the second must be refused
+The kinds are :class:`FaultKind`; what each does, in one line, is :data:`FAULT_EFFECTS` (the
+dashboard and the sandbox's ``faults`` command show it).
 
 Textual form (for command lines): ``kind`` or ``kind:key=value,…`` with keys ``p`` (probability),
 ``attempts`` (``1+3``), ``skew`` (signed seconds), ``copies``, ``limit``, ``delivery``, ``worker``.
@@ -38,7 +25,7 @@ from typing import Any
 
 from sender_sim.exceptions import ConfigurationError
 
-__all__ = ["Fault", "FaultInjector", "FaultKind", "FaultPlan"]
+__all__ = ["FAULT_EFFECTS", "Fault", "FaultInjector", "FaultKind", "FaultPlan"]
 
 
 class FaultKind(enum.StrEnum):
@@ -54,6 +41,28 @@ class FaultKind(enum.StrEnum):
     DUPLICATE_SEND = "duplicate_send"
     CONCURRENT_SENDS = "concurrent_sends"
     DOUBLE_REDRIVE = "double_redrive"
+
+
+FAULT_EFFECTS: Mapping[FaultKind, str] = {
+    FaultKind.CRASH_AFTER_SEND: "the worker sends, then dies: no persist, no ack; the lease "
+    "expires and another worker resends (same event id)",
+    FaultKind.LOST_RESPONSE: "the receiver answers but the worker never sees it (an ambiguous "
+    "timeout, retried)",
+    FaultKind.LEASE_EXPIRY_IN_FLIGHT: "the lease runs out mid-request; a rescuer worker takes "
+    "over and resends; the first worker's late ack is refused",
+    FaultKind.SECOND_WORKER: "a rival worker claims the same delivery at the same moment; "
+    "exactly one wins",
+    FaultKind.WORKER_CLOCK_SKEW: "the worker decides with a clock off by skew seconds",
+    FaultKind.SIGNATURE_CLOCK_SKEW: "the signature timestamp is off by skew seconds "
+    "(skew=-400 against a 300 s tolerance is refused)",
+    FaultKind.TAMPERED_BODY: "one byte of the body changes after signing",
+    FaultKind.WRONG_SECRET: "signed with a secret the receiver does not know",
+    FaultKind.ROTATED_SECRET: "two signatures: a new (unknown) secret first, then the current one",
+    FaultKind.DUPLICATE_SEND: "the same signed request twice in a row",
+    FaultKind.CONCURRENT_SENDS: "copies identical requests at once (copies=2 by default)",
+    FaultKind.DOUBLE_REDRIVE: "every redrive is submitted twice; the second must be refused",
+}
+"""What each fault does, in one line (every kind has one)."""
 
 
 @dataclass(frozen=True)

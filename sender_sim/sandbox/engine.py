@@ -45,7 +45,7 @@ from sender_sim.exceptions import (
     RedriveRefused,
     SimulatorError,
 )
-from sender_sim.faults import Fault, FaultKind, FaultPlan
+from sender_sim.faults import FAULT_EFFECTS, Fault, FaultKind, FaultPlan
 from sender_sim.records import (
     Attempt,
     DeadLetterReason,
@@ -61,10 +61,12 @@ from sender_sim.sandbox.wiretap import WireTap
 from sender_sim.simulator import Simulator
 from sender_sim.store import DeliveryFilter
 
-__all__ = ["FAULT_NAMES", "SandboxEngine", "SandboxEvent", "Subscriber"]
+__all__ = ["FAULT_EFFECT", "FAULT_NAMES", "SandboxEngine", "SandboxEvent", "Subscriber"]
 
 FAULT_NAMES: tuple[str, ...] = tuple(kind.value for kind in FaultKind)
 """Every fault the sandbox can toggle (the simulator's fault kinds)."""
+FAULT_EFFECT: Mapping[str, str] = {kind.value: FAULT_EFFECTS[kind] for kind in FaultKind}
+"""What each of those faults does, in one line, by name."""
 
 _IDLE_WAIT = timedelta(seconds=1)
 _MIN_PREFIX = 6

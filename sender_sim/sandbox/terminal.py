@@ -22,7 +22,7 @@ from receiver.commands.console import table_lines
 from sender_sim.commands.support import parse_fields
 from sender_sim.exceptions import ConfigurationError, RedriveRefused, SimulatorError
 from sender_sim.records import DeadLetterReason, Delivery, rfc3339
-from sender_sim.sandbox.engine import SandboxEngine
+from sender_sim.sandbox.engine import FAULT_EFFECT, SandboxEngine
 from sender_sim.sandbox.queries import ResendRefused
 
 __all__ = ["COMMANDS", "RESERVED_FIELDS", "SandboxShell", "interact"]
@@ -229,7 +229,8 @@ class SandboxShell:
 
     async def _faults(self, args: list[str]) -> bool:
         for name, spec in self.engine.faults().items():
-            self.write(f"  {name:<24} {'ON  ' + spec if spec else 'off'}")
+            state = f"ON  {spec}" if spec else "off"
+            self.write(f"  {name:<24} {state:<8} {FAULT_EFFECT[name]}")
         return True
 
     async def _fault(self, args: list[str]) -> bool:

@@ -55,7 +55,7 @@ from sender_sim.records import DeadLetterReason, format_duration, rfc3339
 from sender_sim.sandbox import queries, views
 from sender_sim.sandbox.api import api_routes, problem_response
 from sender_sim.sandbox.chart import attempts_chart
-from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine
+from sender_sim.sandbox.engine import FAULT_EFFECT, FAULT_NAMES, SandboxEngine
 from sender_sim.sandbox.security import (
     CSRF_FIELD,
     LOOPBACK_NAMES,
@@ -247,7 +247,8 @@ class Dashboard:
         return self.render(request, "dlq.html", context)
 
     def faults_page(self, request: Request) -> Response:
-        return self.render(request, "faults.html", {"faults": self.engine.faults()})
+        context = {"faults": self.engine.faults(), "effects": FAULT_EFFECT}
+        return self.render(request, "faults.html", context)
 
     def metrics(self, request: Request) -> Response:
         engine = self.engine

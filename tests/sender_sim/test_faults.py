@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from datetime import timedelta
+from pathlib import Path
 
 import pytest
 
@@ -19,6 +20,7 @@ from sender_sim import (
     Simulator,
     State,
 )
+from sender_sim.faults import FAULT_EFFECTS
 from tests.sender_sim.conftest import T0, MakeSim, Receiver
 
 DEADLINE = T0 + timedelta(hours=2)
@@ -194,3 +196,14 @@ def test_every_kind_has_a_name_and_parses() -> None:
     for kind in FaultKind:
         assert Fault.parse(kind.value).kind is kind
     assert Policy().redrive_extra_attempts == 1
+
+
+def test_every_fault_kind_says_what_it_does() -> None:
+    """The dashboard and the sandbox's faults command show FAULT_EFFECTS: none is missing, and
+    the docs' fault tables list every kind."""
+    assert set(FAULT_EFFECTS) == set(FaultKind)
+    assert all(text and not text.endswith(".") for text in FAULT_EFFECTS.values())
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    for page in ("sender-sim.md", "sandbox.md"):
+        text = (docs / page).read_text()
+        assert all(f"| `{kind.value}` |" in text for kind in FaultKind), page

@@ -374,7 +374,7 @@ async def test_the_shell_runs_every_command(harness: Harness, receiver: Scripted
     assert "  permanent_response: 1 (acct_9: 1)" in text
     assert "fault ON: lost_response:attempts=1" in text
     assert "fault OFF: lost_response" in text
-    assert "  crash_after_send         off" in text
+    assert "  crash_after_send         off      the worker sends, then dies" in text
     assert out[-1] == "> quit"
     invoice = harness.engine.dlq()[0]
     event = json.loads(harness.sim.event(invoice.event_id).body)

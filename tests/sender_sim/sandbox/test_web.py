@@ -8,9 +8,10 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from markupsafe import escape
 
 from sender_sim import State
-from sender_sim.sandbox.engine import FAULT_NAMES, SandboxEngine
+from sender_sim.sandbox.engine import FAULT_EFFECT, FAULT_NAMES, SandboxEngine
 from tests.sender_sim.sandbox.dashboards import sandbox_dashboard
 from tests.sender_sim.test_cli_support import SECRET, ScriptedReceiver
 
@@ -59,6 +60,7 @@ async def test_overview_lists_forms_faults_and_nothing_yet(board: Board) -> None
     faults = await board.page("/faults")
     for name in FAULT_NAMES:
         assert f'<td class="mono">{name}</td>' in faults
+        assert f'<td class="small">{escape(FAULT_EFFECT[name])}</td>' in faults
     assert "virtual time" in text
 
 
