@@ -95,11 +95,15 @@ def _verified_tls() -> ssl.SSLContext:
 
 @asynccontextmanager
 async def url_client(
-    settings: CheckSettings, url: str | None = None
+    settings: CheckSettings, url: str | None = None, *, keep_alive: bool = True
 ) -> AsyncIterator[httpx.AsyncClient]:
     """A real HTTP client for ``url`` (default: the endpoint's). A plain ``http://`` target never
-    negotiates TLS (the runner follows no redirect), so no CA bundle is loaded for it."""
-    limits = httpx.Limits(max_connections=max(16, settings.concurrency * 2))
+    negotiates TLS (the runner follows no redirect), so no CA bundle is loaded for it. Without
+    ``keep_alive`` every request opens a connection of its own and closes it after the answer."""
+    limits = httpx.Limits(
+        max_connections=max(16, settings.concurrency * 2),
+        max_keepalive_connections=None if keep_alive else 0,
+    )
     target = url if url is not None else settings.url or ""
     tls: ssl.SSLContext | bool = _verified_tls() if target.startswith("https://") else False
     async with httpx.AsyncClient(limits=limits, timeout=settings.timeout, verify=tls) as client:
@@ -150,8 +154,10 @@ async def open_http_harness(
     """The HTTP harness, ready to run scenarios.
 
     With ``client`` given (e.g. bound to an ASGI app in process) it is used as is, for the probe
-    too. Otherwise real HTTP clients are opened — one for the webhooks and one for the probe, so
-    that a receiver closing its connections after a 500 cannot break the probe's reads — and the
+    too (and for duplicate copies). Otherwise real HTTP clients are opened — one for the webhooks,
+    one that sends each duplicate copy on a connection of its own
+    (:meth:`~conformance.harnesses.state.WireRun.http_for`) and one for the probe, so that a
+    receiver closing its connections after a 500 cannot break the probe's reads — and the
     endpoint must answer first (:class:`~conformance.exceptions.EndpointUnreachable`). Either
     way a probe is read once before anything else
     (:class:`~conformance.exceptions.ProbeUnusable`: a wrong token is one error, not one per
@@ -160,6 +166,7 @@ async def open_http_harness(
     async with AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(url_client(settings))
+            copies_client = await stack.enter_async_context(url_client(settings, keep_alive=False))
             probe_client = (
                 await stack.enter_async_context(url_client(settings, options.probe.prefix))
                 if options.probe
@@ -172,10 +179,12 @@ async def open_http_harness(
                 answer_within=options.timeout,
             )
         else:
-            probe_client = client
+            probe_client = copies_client = client
         if options.probe is not None:
             await options.probe.preflight(probe_client, options.timeout)
-        yield WireHarness(options, client, harness, probe_client=probe_client)
+        yield WireHarness(
+            options, client, harness, probe_client=probe_client, copies_client=copies_client
+        )
 
 
 async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]) -> Summary:

@@ -47,10 +47,12 @@ class WireHarness:
         harness: Harness,
         *,
         probe_client: httpx.AsyncClient | None = None,
+        copies_client: httpx.AsyncClient | None = None,
     ) -> None:
         self.options = options
         self.client = client
         self.probe_client = probe_client
+        self.copies_client = copies_client
         self.harness = harness
         self.limiter = RateLimiter(options.rate_limit)
 
@@ -98,6 +100,7 @@ class WireHarness:
             random.Random(f"{seed}:{scenario.id}"),
             scenario.id,
             probe_client=self.probe_client,
+            copies_client=self.copies_client,
         )
         failures: list[Failure] = []
         try:
@@ -129,9 +132,9 @@ class WireHarness:
         """A sender simulator whose requests go to this harness's endpoint."""
         options = self.options
 
-        async def forward(request: httpx.Request) -> httpx.Response:
+        async def forward(request: httpx.Request, event_id: str) -> httpx.Response:
             await run.limiter.wait()
-            return await run.client.send(request)
+            return await run.http_for(event_id).send(request)
 
         transport = RecordingTransport(
             forward, run.record, options.timeout, headers=options.request_headers.pairs

@@ -62,7 +62,8 @@ DEFAULT_START = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
 ENDPOINT = "target"
 OPERATOR = "conformance@hookproof"
 
-Forward = Callable[[httpx.Request], Awaitable[httpx.Response]]
+Forward = Callable[[httpx.Request, str], Awaitable[httpx.Response]]
+"""Sends a request (for the event id given) and returns the answer."""
 _CLIENT_HEADERS = frozenset(
     {b"host", b"content-length", b"accept", b"accept-encoding", b"connection"}
 )
@@ -125,7 +126,8 @@ class RecordingTransport(httpx.AsyncBaseTransport):
         copy = None if self.together is None else self.together.copy()
         try:
             async with asyncio.timeout(self.timeout):  # no task per attempt, unlike wait_for
-                response = await self.forward(request if copy is None else _gated(request, copy))
+                sent = request if copy is None else _gated(request, copy)
+                response = await self.forward(sent, event_id)
         except (TimeoutError, httpx.TimeoutException):
             unanswered(f"no answer within {self.timeout:g} s (timeout)")
             raise httpx.ReadTimeout("no answer within the timeout", request=request) from None

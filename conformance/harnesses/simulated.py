@@ -72,7 +72,9 @@ class SenderHarness:
                 _rng(self.seed, scenario),
                 scenario.id,
             )
-            transport = RecordingTransport(scripted.send, run.record, 3600.0)
+            transport = RecordingTransport(
+                lambda request, _event_id: scripted.send(request), run.record, 3600.0
+            )
             payloads = PayloadFactory()
             driver = SenderDriver(
                 transport=transport,

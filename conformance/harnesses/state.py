@@ -125,6 +125,9 @@ class WireRun:
     sensitive: set[str] = field(default_factory=set)
     probe_client: httpx.AsyncClient | None = None
     """The probe's own client (its own connection pool); ``None``: the webhooks' client."""
+    copies_client: httpx.AsyncClient | None = None
+    """The client of every copy of an event after its first: one connection per request
+    (``None``: the webhooks' client). See :meth:`http_for`."""
     observations: dict[str, list[tuple[Exchange, ProbeSnapshot]]] = field(default_factory=dict)
     """Probe readings taken the moment an answer came back, by label (staggered copies)."""
     first_sent: dict[str, float] = field(default_factory=dict)
@@ -137,6 +140,16 @@ class WireRun:
         """The client the probe is read through: a receiver that closes its connections after a
         500 then cannot make the probe's read fail."""
         return self.probe_client if self.probe_client is not None else self.client
+
+    def http_for(self, event_id: str) -> httpx.AsyncClient:
+        """The client a request for ``event_id`` goes through. A duplicate (the event was sent
+        before) leaves on a connection of its own, as a retry from another of the sender's
+        machines would: on a kept-alive connection it would reach the same worker process as
+        the first copy every time, and a receiver that deduplicates in each process's memory
+        (a module-level set behind several workers) would pass."""
+        if self.copies_client is not None and event_id and event_id in self.first_sent:
+            return self.copies_client
+        return self.client
 
     # -- events -------------------------------------------------------------------------------
 
@@ -281,6 +294,7 @@ class WireRun:
         self, label: str, request: WireRequest, event_id: str, together: GatedCopy | None
     ) -> Exchange:
         started = time.perf_counter()
+        client = self.http_for(event_id)  # before gap() marks a first copy as sent
         gap = self.gap(event_id, started)
         timeout = self.options.timeout
         headers = request.httpx_headers()
@@ -290,7 +304,7 @@ class WireRun:
             content = together.body(request.body)
         try:
             response = await request_within(
-                self.client,
+                client,
                 request.method,
                 request.url,
                 headers=headers,
