@@ -12,7 +12,12 @@ durable SQLite commits (``synchronous=FULL``). Target: ≤ 1.5× (issues 9 and 1
 Each round runs the catalogue and then the floor, back to back, and the figure is the median of
 the rounds' own ratios: on a shared machine whose speed drifts from one second to the next (steal
 time on a VM), a ratio of two runs made seconds apart is steadier than a ratio of two medians.
-Run: ``.venv/bin/python bench/bench_conformance.py [--rounds 7]``.
+
+``--own-clients`` runs the catalogue the way ``hookproof check`` does instead: with the runner's
+own clients (one for the webhooks, one that sends each copy of an acknowledged event on a
+connection of its own, one for the probe), the reachability check and the probe's preflight,
+all inside the clock; the requests are then counted where the reference receiver receives them.
+Run: ``.venv/bin/python bench/bench_conformance.py [--rounds 7] [--own-clients]``.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from conformance.config import CheckSettings
 from conformance.events import Event, RunFinished
@@ -55,8 +61,21 @@ class _Last:
             self.finished = event
 
 
-async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
-    settings = CheckSettings(
+class _Counted:
+    """An ASGI app that counts the HTTP requests reaching ``app``."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.requests = 0
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            self.requests += 1
+        await self.app(scope, receive, send)
+
+
+def _settings(base: str, secret: str) -> CheckSettings:
+    return CheckSettings(
         url=f"{base}/webhooks",
         secrets=(secret,),
         probe=f"{base}/_hookproof/events",
@@ -64,6 +83,10 @@ async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
         seed=1,
         patience=0,  # real-time patience is the user's choice, excluded from the figure
     )
+
+
+async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
+    settings = _settings(base, secret)
     count = 0
 
     async def counted(request: httpx.Request) -> None:
@@ -79,6 +102,18 @@ async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
         elapsed = time.perf_counter() - started
     assert last.finished is not None
     return elapsed, count, last.finished
+
+
+async def _catalogue_own_clients(
+    base: str, secret: str, counted: _Counted
+) -> tuple[float, int, RunFinished]:
+    last = _Last()
+    before = counted.requests
+    started = time.perf_counter()
+    await run_check(_settings(base, secret), [last])
+    elapsed = time.perf_counter() - started
+    assert last.finished is not None
+    return elapsed, counted.requests - before, last.finished
 
 
 async def _floor(base: str, requests: int, body: bytes) -> float:
@@ -98,7 +133,11 @@ async def _bare(request: Request) -> Response:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=ROUNDS, help="catalogue + floor pairs")
-    rounds = max(1, parser.parse_args().rounds)
+    parser.add_argument(
+        "--own-clients", action="store_true", help="the runner's own clients, as the CLI runs"
+    )
+    args = parser.parse_args()
+    rounds = max(1, args.rounds)
     secret = "whsec_" + base64.b64encode(os.urandom(24)).decode()
     bare = Starlette(routes=[Route("/webhooks", _bare, methods=["POST"])])
     body = b'{"type":"hookproof.conformance.ping","data":{"reference":"evt_bench"}}'
@@ -109,10 +148,19 @@ def main() -> int:
         settings = ReceiverSettings(
             secrets=[secret], db=str(Path(workdir) / "inbox.sqlite"), probe_token=TOKEN
         )
-        with running_server(create_app(settings)) as reference, running_server(bare) as floor:
-            asyncio.run(_catalogue(reference, secret))  # warm-up: imports, connections, SQLite
+        app = create_app(settings)
+        counted = _Counted(app)  # served only with --own-clients: no work added otherwise
+
+        def catalogue(base: str) -> tuple[float, int, RunFinished]:
+            if args.own_clients:
+                return asyncio.run(_catalogue_own_clients(base, secret, counted))
+            return asyncio.run(_catalogue(base, secret))
+
+        served = counted if args.own_clients else app
+        with running_server(served) as reference, running_server(bare) as floor:
+            catalogue(reference)  # warm-up: imports, connections, SQLite
             for _ in range(rounds):
-                elapsed, requests, finished = asyncio.run(_catalogue(reference, secret))
+                elapsed, requests, finished = catalogue(reference)
                 if not finished.summary.ok:
                     print(f"catalogue did not pass: {finished.summary}", file=sys.stderr)
                     print({r.scenario.id: r.message for r in finished.results}, file=sys.stderr)
@@ -122,7 +170,8 @@ def main() -> int:
     scenarios = len(finished.results)
     catalogue_s, floor_s = statistics.median(runs), statistics.median(floors)
     ratios = [run / floor for run, floor in zip(runs, floors, strict=True)]
-    print(f"scenarios: {scenarios} (all passed), HTTP requests per run: {requests}")
+    clients = "the runner's own clients" if args.own_clients else "one client, built before"
+    print(f"scenarios: {scenarios} (all passed), HTTP requests per run: {requests} ({clients})")
     print(f"catalogue against the reference receiver: {catalogue_s:.3f} s (median of {rounds})")
     print(f"floor, bare httpx -> bare Starlette:      {floor_s:.3f} s (median of {rounds})")
     print(f"ratio per round: {', '.join(f'{ratio:.2f}' for ratio in ratios)}")

@@ -126,8 +126,10 @@ class WireRun:
     probe_client: httpx.AsyncClient | None = None
     """The probe's own client (its own connection pool); ``None``: the webhooks' client."""
     copies_client: httpx.AsyncClient | None = None
-    """The client of every copy of an event after its first: one connection per request
-    (``None``: the webhooks' client). See :meth:`http_for`."""
+    """The client of every copy of an event the receiver already acknowledged: one connection
+    per request (``None``: the webhooks' client). See :meth:`http_for`."""
+    acknowledged: set[str] = field(default_factory=set)
+    """The event ids some copy of which was answered 2xx."""
     observations: dict[str, list[tuple[Exchange, ProbeSnapshot]]] = field(default_factory=dict)
     """Probe readings taken the moment an answer came back, by label (staggered copies)."""
     first_sent: dict[str, float] = field(default_factory=dict)
@@ -142,14 +144,21 @@ class WireRun:
         return self.probe_client if self.probe_client is not None else self.client
 
     def http_for(self, event_id: str) -> httpx.AsyncClient:
-        """The client a request for ``event_id`` goes through. A duplicate (the event was sent
-        before) leaves on a connection of its own, as a retry from another of the sender's
-        machines would: on a kept-alive connection it would reach the same worker process as
-        the first copy every time, and a receiver that deduplicates in each process's memory
-        (a module-level set behind several workers) would pass."""
-        if self.copies_client is not None and event_id and event_id in self.first_sent:
+        """The client a request for ``event_id`` goes through. A copy of an event the receiver
+        already acknowledged leaves on a connection of its own, as a retry from another of the
+        sender's machines would: on a kept-alive connection it would reach the worker process
+        that acknowledged the event every time, and a receiver that deduplicates in each
+        process's memory (a module-level set behind several workers) would pass. Copies of an
+        event not yet acknowledged (a forged one, then the genuine) share the pool, so that what
+        the first left in a process's memory is met by the next."""
+        if self.copies_client is not None and event_id in self.acknowledged:
             return self.copies_client
         return self.client
+
+    def _keep(self, label: str, exchange: Exchange) -> None:
+        if exchange.status is not None and 200 <= exchange.status < 300 and exchange.event_id:
+            self.acknowledged.add(exchange.event_id)
+        self.exchanges.setdefault(label, []).append(exchange)
 
     # -- events -------------------------------------------------------------------------------
 
@@ -294,7 +303,7 @@ class WireRun:
         self, label: str, request: WireRequest, event_id: str, together: GatedCopy | None
     ) -> Exchange:
         started = time.perf_counter()
-        client = self.http_for(event_id)  # before gap() marks a first copy as sent
+        client = self.http_for(event_id)
         gap = self.gap(event_id, started)
         timeout = self.options.timeout
         headers = request.httpx_headers()
@@ -341,7 +350,7 @@ class WireRun:
                 event_id=event_id,
                 gap_s=gap,
             )
-        self.exchanges.setdefault(label, []).append(exchange)
+        self._keep(label, exchange)
         return exchange
 
     def record(self, label: str, exchange: Exchange) -> None:
@@ -351,7 +360,7 @@ class WireRun:
         gap = self.gap(exchange.event_id, time.perf_counter() - exchange.latency_s)
         if gap is not None:
             exchange = dataclasses.replace(exchange, gap_s=gap)
-        self.exchanges.setdefault(label, []).append(exchange)
+        self._keep(label, exchange)
 
     def skew(self, args: Mapping[str, Any]) -> int:
         return (

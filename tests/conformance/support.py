@@ -14,6 +14,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from conformance.asgi import app_client
 from conformance.catalogue import CATALOGUE
 from conformance.config import CheckSettings
@@ -71,10 +73,18 @@ def run_in_process(app: Any, settings: CheckSettings) -> dict[str, ScenarioResul
 
 
 def check_variant(
-    root: str, *, secrets: tuple[str, ...], probe_token: str, max_body: int, **overrides: Any
+    root: str,
+    *,
+    secrets: tuple[str, ...],
+    probe_token: str,
+    max_body: int,
+    one_connection: bool = False,
+    **overrides: Any,
 ) -> dict[str, ScenarioResult]:
     """Run the C-tagged scenarios over real HTTP against ``{root}/webhooks``, observing effects
-    through the probe at ``{root}/_hookproof/events`` (the zoo servers' layout); results by id."""
+    through the probe at ``{root}/_hookproof/events`` (the zoo servers' layout); results by id.
+    ``one_connection``: every request over one client holding one kept-alive connection (as a
+    client passed in is used), not the runner's own clients."""
     settings = app_settings(
         probe_token,
         secrets=secrets,
@@ -84,7 +94,15 @@ def check_variant(
         **overrides,
     )
     collector = Collector()
-    asyncio.run(run_check(settings, [collector], harness=Harness.C))
+
+    async def run() -> None:
+        if not one_connection:
+            await run_check(settings, [collector], harness=Harness.C)
+            return
+        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=1)) as client:
+            await run_check(settings, [collector], client=client, harness=Harness.C)
+
+    asyncio.run(run())
     return {r.scenario.id: r for r in collector.results}
 
 

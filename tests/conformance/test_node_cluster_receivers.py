@@ -3,32 +3,25 @@ and deals connections to them in turn (``node_cluster_receiver/cluster.js``, Nod
 
 A receiver that deduplicates in each worker's memory (a module-level ``Map``) passes every run of
 one process, and applies an event twice in production the first time a retry reaches another
-worker. hookproof sends every copy of an event after the first on a connection of its own, as
-a retry from another of the sender's machines would, so that copy reaches another worker; over
-one kept-alive connection (a client passed in, as in-process runs do) every copy reaches the same
-worker and the bug passes. The variant with a shared inbox passes every ``must``. Skipped,
-saying why, where ``node`` is not installed.
+worker. hookproof sends every copy of an event it already acknowledged on a connection of its
+own, as a retry from another of the sender's machines would, so that copy reaches another
+worker; over one kept-alive connection (a client passed in, as in-process runs do) every copy
+reaches the same worker and the bug passes. The variant with a shared inbox passes every
+``must``. Skipped, saying why, where ``node`` is not installed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
 from conformance.catalogue import CATALOGUE
 from conformance.model import Harness, Severity
 from conformance.results import Outcome
-from conformance.session import run_check
 from tests.conformance.support import (
-    ZOO_PROBE_TOKEN,
-    ZOO_SECRETS,
-    Collector,
-    app_settings,
     broken_guarantees,
     check_zoo_variant,
     node_receiver_unavailable,
@@ -94,21 +87,9 @@ def test_over_one_kept_alive_connection_every_copy_reaches_the_same_worker(
     cluster_server: str,
 ) -> None:
     """What a run sees when every request shares the client's pool (the bug passes): the reason
-    duplicates leave on connections of their own."""
-    settings = app_settings(
-        ZOO_PROBE_TOKEN,
-        secrets=ZOO_SECRETS,
-        max_body=MAX_BODY,
-        url=f"{cluster_server}/memory-dedupe/webhooks",
-        probe=f"{cluster_server}/memory-dedupe/_hookproof/events",
-        select=("idempotency.sequential-duplicate",),
+    copies of an acknowledged event leave on connections of their own."""
+    selected = ("idempotency.sequential-duplicate",)
+    results = check_zoo_variant(
+        cluster_server, "memory-dedupe", max_body=MAX_BODY, select=selected, one_connection=True
     )
-    collector = Collector()
-
-    async def run() -> None:
-        async with httpx.AsyncClient(limits=httpx.Limits(max_connections=1)) as client:
-            await run_check(settings, [collector], client=client, harness=Harness.C)
-
-    asyncio.run(run())
-    (result,) = collector.results
-    assert result.outcome is Outcome.PASSED
+    assert results["idempotency.sequential-duplicate"].outcome is Outcome.PASSED
