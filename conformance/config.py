@@ -21,6 +21,7 @@ from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
+from receiver.durations import parse_seconds
 from receiver.signing import SCHEMES
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]
@@ -156,11 +157,11 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "json": str,
     "junit": str,
     "ndjson": str,
-    "timeout": (int, float),
+    "timeout": (int, float, str),
     "rate_limit": (int, float),
-    "wait_for_endpoint": (int, float),
-    "max_time": (int, float),
-    "patience": (int, float),
+    "wait_for_endpoint": (int, float, str),
+    "max_time": (int, float, str),
+    "patience": (int, float, str),
     "max_body": int,
     "concurrency": int,
     "seed": int,
@@ -168,6 +169,8 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "margin": int,
     "samples": int,
 }
+_DURATIONS = {"timeout", "wait_for_endpoint", "max_time", "patience"}
+"""Keys in seconds: a number, or a duration string such as "30s" or "10m"."""
 _LISTS = {"select", "deselect", "secret", "secrets"}
 _TABLES = {"answers", "headers"}
 
@@ -286,6 +289,11 @@ def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -
                 )
             if isinstance(value, str):
                 value = substitute_env(value, raw_key, environ)
+            if key in _DURATIONS and isinstance(value, str):
+                try:
+                    value = parse_seconds(value)
+                except ValueError as error:
+                    raise ConfigError(f"config key {raw_key!r}: {error}") from None
             if key == "event_template":
                 value = str((path.parent / value).resolve())
             values[key] = value

@@ -28,6 +28,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from receiver.durations import parse_seconds
 from sender_sim.classify import Action, Profile, StatusRule, Verdict
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.policy import FixedSchedule, FullJitter, Policy
@@ -44,8 +45,6 @@ DEFAULT_CLASSIFICATION: Mapping[str, tuple[str, ...]] = {
 _KEYS = frozenset(
     {"delays", "backoff", "base", "cap", "max_attempts", "timeout", "honor_retry_after"}
 )
-_DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$")
-_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _EXACT = re.compile(r"^[1-5]\d\d$")
 _CLASS = re.compile(r"^[1-5]xx$")
 _TRANSPORT: Mapping[str, tuple[OutcomeKind, ...]] = {
@@ -61,8 +60,13 @@ def _seconds(value: Any, where: str) -> float:
         raise ConfigurationError(f"{where}: expected seconds, got {value!r}")
     if isinstance(value, int | float):
         seconds = float(value)
-    elif isinstance(value, str) and (match := _DURATION.match(value)):
-        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    elif isinstance(value, str):
+        try:
+            seconds = parse_seconds(value)
+        except ValueError:
+            raise ConfigurationError(
+                f"{where}: expected seconds or a duration like '1m', got {value!r}"
+            ) from None
     else:
         raise ConfigurationError(
             f"{where}: expected seconds or a duration like '1m', got {value!r}"

@@ -23,7 +23,6 @@ from conformance.commands.options import (
     select_option,
 )
 from conformance.config import CheckSettings, load_config
-from conformance.durations import DURATION
 from conformance.exceptions import UsageError
 from conformance.interrupts import run_interruptibly
 from conformance.reporters import (
@@ -44,6 +43,7 @@ from receiver.commands.options import (
     timeout_option,
     verbose_option,
 )
+from receiver.durations import DURATION
 
 __all__ = ["check_command", "exit_status", "file_reporters", "run_settings", "warn"]
 
@@ -124,10 +124,10 @@ def run_settings(settings: CheckSettings) -> int:
 )
 @click.option(
     "--wait-for-endpoint",
-    type=click.FloatRange(min=0),
+    type=DURATION,
     default=None,
-    metavar="S",
-    help="Retry refused connections, timeouts and 503 for up to S seconds first.",
+    help="Retry refused connections, timeouts and 503 for up to this long first (seconds, or "
+    "30s, 2m).",
 )
 @max_time_option()
 @seed_option(None, draws="the fuzzed cases (printed in the report)")

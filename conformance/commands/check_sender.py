@@ -25,11 +25,13 @@ from receiver.commands.options import (
     seed_option,
     verbose_option,
 )
+from receiver.durations import POSITIVE_DURATION
 from sender_sim.commands.support import split_secrets
 
 __all__ = ["check_sender_command", "run_check_sender"]
 
-_SECONDS = click.FloatRange(min=0, min_open=True)
+_SECONDS = POSITIVE_DURATION
+"""Seconds, or a duration such as 500ms or 2m."""
 
 
 def run_check_sender(

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 import click
 
+from receiver.durations import POSITIVE_DURATION
 from receiver.signing import SCHEMES
 
 __all__ = [
@@ -80,9 +81,10 @@ def timeout_option(*, default_text: str) -> Callable[[F], F]:
     """``--timeout``: seconds to wait for each answer; unset (``None``) means ``default_text``."""
     return click.option(
         "--timeout",
-        type=click.FloatRange(min=0, min_open=True),
+        type=POSITIVE_DURATION,
         default=None,
-        help=f"Seconds to wait for each answer (default: {default_text}).",
+        help=f"How long to wait for each answer: seconds, or 250ms, 30s, 1m (default: "
+        f"{default_text}).",
     )
 
 
@@ -105,10 +107,10 @@ def max_time_option() -> Callable[[F], F]:
     """``--max-time``: the whole run's budget in seconds (unset: unbounded)."""
     return click.option(
         "--max-time",
-        type=click.FloatRange(min=0, min_open=True),
+        type=POSITIVE_DURATION,
         default=None,
-        metavar="S",
-        help="Stop the whole run after S seconds (a scenario still running then errors).",
+        help="Stop the whole run after this long: seconds, or 90s, 10m, 1h (a scenario still "
+        "running then errors).",
     )
 
 

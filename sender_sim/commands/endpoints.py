@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from receiver.commands.console import make_console, print_table
+from receiver.durations import POSITIVE_DURATION
 from sender_sim.commands.options import db_option, json_option, scheme_option, secret_option
 from sender_sim.commands.support import open_store, session_clock, split_secrets
 from sender_sim.endpoints import settings
@@ -53,7 +54,7 @@ def _types(endpoint: Endpoint) -> str:
 @scheme_option
 @click.option(
     "--timeout",
-    type=click.FloatRange(min=0, min_open=True),
+    type=POSITIVE_DURATION,
     default=DEFAULT_ENDPOINT_TIMEOUT.total_seconds(),
     show_default=True,
     help="Seconds to wait for each answer from this endpoint.",

@@ -25,7 +25,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -34,6 +33,7 @@ from typing import Any
 import click
 from rich.console import Console
 
+from receiver.durations import parse_duration as parse_any_duration
 from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.explain import SENTENCES
@@ -71,9 +71,6 @@ DEFAULT_DB = "hookproof-sender.sqlite"
 
 RowSink = Callable[[LedgerRow], None]
 
-_DURATION = re.compile(
-    r"^(?:(?P<d>\d+)d)?(?:(?P<h>\d+)h)?(?:(?P<m>\d+)m)?(?:(?P<s>\d+(?:\.\d{1,6})?)s)?$"
-)
 _SETTLED = (State.DELIVERED, State.DEAD_LETTER)
 
 
@@ -94,31 +91,19 @@ def sending_secrets(values: Iterable[str], *, queue_only: bool, what: str) -> tu
 
 
 def parse_duration(text: str) -> timedelta:
-    """``90s``, ``30m``, ``2h``, ``1d``, ``1h30m``, ``0.5s`` (an optional leading ``+``/``-``)."""
-    raw = text.strip()
-    sign = -1 if raw.startswith("-") else 1
-    body = raw.lstrip("+-")
-    match = _DURATION.match(body)
-    if not body or match is None or not any(match.groupdict().values()):
-        raise ConfigurationError(f"{text!r} is not a duration; use e.g. 90s, 30m, 2h, 1d or 1h30m")
-    parts = match.groupdict()
-    seconds = parts["s"] or "0"
-    whole, _, fraction = seconds.partition(".")
-    delta = timedelta(
-        days=int(parts["d"] or 0),
-        hours=int(parts["h"] or 0),
-        minutes=int(parts["m"] or 0),
-        seconds=int(whole),
-        microseconds=int((fraction or "0").ljust(6, "0")),
-    )
-    return delta * sign
+    """A signed offset (:func:`receiver.durations.parse_duration`: ``90s``, ``+2h``, ``-5m``,
+    ``1h30m``, ``0.000001s``; a bare number is refused: seconds or a date?)."""
+    try:
+        return parse_any_duration(text, bare_seconds=False, signed=True)
+    except ValueError as error:
+        raise ConfigurationError(str(error)) from None
 
 
 def parse_deadline(text: str, now: datetime, *, option: str = "--deadline") -> datetime:
     """An RFC 3339 time with a timezone (``2026-08-13T10:00:00Z``) or a duration from ``now``
     (``+30m``, ``2h``)."""
     raw = text.strip()
-    if raw and (raw[0] in "+-" or raw[0].isdigit()) and _DURATION.match(raw.lstrip("+-")):
+    if raw and (raw[0] in "+-" or raw[0].isdigit()):
         try:
             return now + parse_duration(raw)
         except ConfigurationError:

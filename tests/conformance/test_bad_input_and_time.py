@@ -12,8 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.config import CheckSettings, load_config
-from conformance.durations import parse_duration
-from conformance.exceptions import UsageError
+from conformance.exceptions import ConfigError, UsageError
 from conformance.harnesses.exchanges import seconds_text
 from conformance.harnesses.fuzz_cases import (
     body_cases,
@@ -24,6 +23,7 @@ from conformance.harnesses.fuzz_cases import (
 from conformance.harnesses.signed_requests import WireScheme, padded
 from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
 from conformance.results import Outcome
+from receiver.durations import parse_seconds
 from receiver.signing import Secret, scheme_named
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
 from tests.conformance.support import SECRET, app_settings, run_in_process
@@ -218,16 +218,24 @@ def test_a_receiver_holding_only_the_first_secret_fails_the_second_one() -> None
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("90", 90.0), ("1.5s", 1.5), ("250ms", 0.25), ("10m", 600.0), ("2h", 7200.0)],
+    [
+        ("90", 90.0),
+        ("1.5s", 1.5),
+        ("250ms", 0.25),
+        ("10m", 600.0),
+        ("2h", 7200.0),
+        ("1d", 86400.0),
+        ("1h30m", 5400.0),
+    ],
 )
 def test_durations_read_as_people_write_them(text: str, seconds: float) -> None:
-    assert parse_duration(text) == seconds
+    assert parse_seconds(text) == seconds
 
 
-@pytest.mark.parametrize("text", ["", "soon", "-1s", "5 days", "1d"])
+@pytest.mark.parametrize("text", ["", "soon", "-1s", "5 days", "1h 30m", "30m1h"])
 def test_a_bad_duration_is_refused(text: str) -> None:
     with pytest.raises(ValueError, match="not a duration"):
-        parse_duration(text)
+        parse_seconds(text)
 
 
 def test_patience_and_max_body_from_flags_and_config(tmp_path: Path) -> None:
@@ -243,6 +251,31 @@ def test_patience_and_max_body_from_flags_and_config(tmp_path: Path) -> None:
     )
     assert result.exit_code == 2
     assert "not a duration" in result.output
+
+
+def test_every_time_option_and_config_key_takes_a_duration(tmp_path: Path) -> None:
+    """--timeout, --max-time, --wait-for-endpoint and --patience read the one grammar of
+    receiver.durations, and so do their config keys; a bad one names its key."""
+    from conformance.commands.check import check_command
+
+    (tmp_path / "hookproof.toml").write_text(
+        'timeout = "250ms"\nmax_time = "10m"\nwait_for_endpoint = "1m30s"\npatience = "1d"\n'
+    )
+    assert load_config(cwd=tmp_path) == {
+        "timeout": 0.25,
+        "max_time": 600.0,
+        "wait_for_endpoint": 90.0,
+        "patience": 86400.0,
+    }
+    (tmp_path / "hookproof.toml").write_text('patience = "soon"\n')
+    with pytest.raises(ConfigError, match=r"'patience'.*not a duration"):
+        load_config(cwd=tmp_path)
+    result = CliRunner().invoke(
+        check_command,
+        ["http://127.0.0.1:9/", "--secret", SECRET, "--timeout", "0s", "--max-time", "5m"],
+    )
+    assert result.exit_code == 2
+    assert "'0s' must be more than 0" in result.output
 
 
 def test_without_a_declared_limit_the_size_scenario_is_skipped_saying_why() -> None:

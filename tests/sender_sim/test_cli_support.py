@@ -118,7 +118,7 @@ def test_durations(text: str, expected: timedelta) -> None:
     assert parse_duration(text) == expected
 
 
-@pytest.mark.parametrize("text", ["", "5", "m", "1x", "1h 30m", "1.5h", "+", "s30"])
+@pytest.mark.parametrize("text", ["", "5", "m", "1x", "1h 30m", "1.5h30m", "+", "s30", "30m1h"])
 def test_bad_durations_say_what_is_expected(text: str) -> None:
     with pytest.raises(ConfigurationError, match="duration"):
         parse_duration(text)
