@@ -63,7 +63,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="SCHEME",
         # checked against the scheme registry when the plugin is opted in (importing it here
         # would load hookproof in every pytest run): an unknown name is one usage error
-        help="The signing scheme: standard (default), stripe or github.",
+        help="The signing scheme: standard (default), svix, stripe or github.",
     )
     group.addoption(
         "--hookproof-probe",
@@ -74,7 +74,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--hookproof-probe-token", default=None, metavar="TOKEN")
     group.addoption("--hookproof-select", action="append", default=[], metavar="SELECTOR")
     group.addoption("--hookproof-deselect", action="append", default=[], metavar="SELECTOR")
-    group.addoption("--hookproof-timeout", type=float, default=None, metavar="S")
+    group.addoption(
+        "--hookproof-timeout",
+        default=None,
+        metavar="DURATION",
+        help="Each exchange's total deadline: seconds, or 250ms, 30s (default 5).",
+    )
     group.addoption("--hookproof-config", default=None, metavar="FILE")
     group.addoption("--hookproof-show-secrets", action="store_true", default=None)
 
@@ -114,9 +119,17 @@ class _Session:
 
     def settings(self) -> Any:
         from conformance.config import CheckSettings, load_config
+        from conformance.exceptions import UsageError
+        from receiver.durations import parse_seconds
 
         option = self.config.getoption
         file_values = load_config(option("hookproof_config"), cwd=self.config.rootpath)
+        timeout = option("hookproof_timeout")
+        if timeout is not None:
+            try:
+                timeout = parse_seconds(timeout)
+            except ValueError as error:
+                raise UsageError(f"--hookproof-timeout: {error}") from None
         settings = (
             CheckSettings()
             .merged(file_values)
@@ -131,7 +144,7 @@ class _Session:
                     "probe_token": option("hookproof_probe_token"),
                     "select": tuple(option("hookproof_select")),
                     "deselect": tuple(option("hookproof_deselect")),
-                    "timeout": option("hookproof_timeout"),
+                    "timeout": timeout,
                     "show_secrets": option("hookproof_show_secrets"),
                 }
             )

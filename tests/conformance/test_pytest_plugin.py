@@ -192,3 +192,16 @@ def test_a_secret_that_is_not_whsec_is_one_warning_before_the_run(apps: pytest.P
     warnings = [line for line in result.outlines if line.startswith("hookproof: warning:")]
     assert len(warnings) == 1
     assert "whsec_" in warnings[0]
+
+
+def test_the_timeout_takes_a_duration_and_a_bad_one_is_one_usage_error(
+    apps: pytest.Pytester,
+) -> None:
+    apps.makepyfile(conftest="import partner_apps\napp = partner_apps.reference()\n")
+    base = ["-p", "no:cacheprovider", "--hookproof-app", "conftest:app", "--hookproof-secret"]
+    chosen = ["--hookproof-select", "signature.valid"]
+    good = apps.runpytest_inprocess(*base, SECRET, *chosen, "--hookproof-timeout", "2500ms")
+    good.assert_outcomes(passed=1)
+    bad = apps.runpytest_inprocess(*base, SECRET, *chosen, "--hookproof-timeout", "soon")
+    assert bad.ret == pytest.ExitCode.USAGE_ERROR
+    assert "--hookproof-timeout: 'soon' is not a duration" in bad.stderr.str()
