@@ -20,7 +20,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
-from receiver.exceptions import MalformedHeader, MissingHeader, SignatureMismatch
+from receiver.exceptions import (
+    ConfigurationError,
+    MalformedHeader,
+    MissingHeader,
+    SignatureMismatch,
+)
 from receiver.schemes.base import (
     MAX_EVENT_ID_LENGTH,
     MAX_SIGNATURE_HEADER,
@@ -45,6 +50,10 @@ from receiver.schemes.base import (
 )
 
 __all__ = ["StandardWebhooks", "SvixWebhooks", "verify_standard", "verify_svix"]
+
+MIN_KEY_BYTES = SECRET_BYTES
+"""The fewest key bytes a minted secret holds (Svix's and hookproof's hold 24): fewer is more
+likely a secret cut short in a copy and paste than one a platform made."""
 
 _a2b_base64 = a2b_base64
 _compare = compare
@@ -271,7 +280,18 @@ class StandardWebhooks(SchemeBase):
 
     def secret_warning(self, value: str) -> str | None:
         if value.startswith(self.secret_prefix):
-            return None
+            try:
+                size = len(standard_key(value))
+            except ConfigurationError:
+                return None  # refused as a bad secret, with its reason, before any run
+            if size >= MIN_KEY_BYTES:
+                return None
+            return (
+                f"holds a key of {size} byte{'' if size == 1 else 's'}: the secrets platforms "
+                f"mint hold {MIN_KEY_BYTES} or more (Svix's and hookproof's do), so this one may "
+                "have lost its end in a copy and paste (a receiver holding the whole secret "
+                "refuses every delivery)"
+            )
         return (
             f"does not start with 'whsec_': under the {self.name} scheme the key is the base64 "
             "after 'whsec_', so a receiver keyed with the string itself will refuse every signed "

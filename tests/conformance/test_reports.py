@@ -315,9 +315,12 @@ def test_ndjson_json_and_junit_of_a_real_run(
 def test_a_secret_without_whsec_is_one_warning_before_the_run(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    settings = CheckSettings(url="http://x/webhooks", secrets=("c2VjcmV0", "whsec_c2VjcmV0"))
+    settings = CheckSettings(url="http://x/webhooks", secrets=("c2VjcmV0", SECRET))
     assert len(settings.warnings()) == 1
     assert "secret #1 does not start with 'whsec_'" in settings.warnings()[0]
+    short = CheckSettings(url="http://x/webhooks", secrets=(SECRET, "whsec_c2VjcmV0"))
+    (warning,) = short.warnings()  # a key cut short in a copy and paste
+    assert warning.startswith("secret #2 holds a key of 6 bytes: the secrets platforms mint")
     assert CheckSettings(url="http://x", secrets=("raw",), scheme="github").warnings() == []
     code = main(["check", "http://127.0.0.1:9/webhooks", "--secret", "c2VjcmV0"])
     err = capsys.readouterr().err

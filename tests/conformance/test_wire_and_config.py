@@ -114,6 +114,9 @@ def test_config_discovery_strict_keys_and_types(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="unknown key 'timeuot'"):
         load_config(cwd=tmp_path)
     (tmp_path / "hookproof.toml").write_text("timeout = 'slow'\n")
+    with pytest.raises(ConfigError, match="'timeout': 'slow' is not a duration"):
+        load_config(cwd=tmp_path)
+    (tmp_path / "hookproof.toml").write_text("concurrency = 'three'\n")
     with pytest.raises(ConfigError, match="wrong type"):
         load_config(cwd=tmp_path)
 
