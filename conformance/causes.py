@@ -23,6 +23,7 @@ from conformance.results import Outcome, ScenarioResult
 
 __all__ = [
     "CAUSES",
+    "PLAINEST",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
     "Cause",
@@ -32,7 +33,8 @@ __all__ = [
 
 REFUSED_AUTHENTIC = "refused-authentic"
 """The cause key of a failure where a delivery that must be acknowledged (2xx) was not."""
-_PLAINEST = "signature.valid"
+PLAINEST = "signature.valid"
+"""The scenario whose refusal makes :data:`REFUSED_AUTHENTIC` the run's leading cause."""
 
 CAUSES: Mapping[str, str] = {
     "convention": "answer refusals with the codes the platform expects, or declare the codes "
@@ -160,7 +162,7 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
 def _plainest_refusal(failed: Iterable[ScenarioResult]) -> str | None:
     """What the receiver answered the plainest authentic delivery, if it refused it."""
     for result in failed:
-        if result.scenario.id == _PLAINEST:
+        if result.scenario.id == PLAINEST:
             for failure in result.failures:
                 if failure.cause == REFUSED_AUTHENTIC:
                     return failure.observed

@@ -16,7 +16,7 @@ from typing import TextIO
 from rich.status import Status
 from rich.text import Text
 
-from conformance.causes import group_by_cause
+from conformance.causes import PLAINEST, REFUSED_AUTHENTIC, group_by_cause
 from conformance.events import (
     Event,
     RunFinished,
@@ -142,12 +142,27 @@ class ConsoleReporter:
             self._echo(Text("What to fix", style="bold"))
             for cause in causes:
                 self._echo(f"  - {cause.line}: {', '.join(cause.scenarios)}")
+        # Scenarios that only failed because the plainest delivery's refusal met them too are
+        # one line each unless --verbose: the cause above already says what to fix.
+        folded = (
+            set(causes[0].scenarios) - {PLAINEST}
+            if causes and causes[0].key == REFUSED_AUTHENTIC and not self.verbose
+            else set()
+        )
         if broken:
             self._echo()
             self._echo(Text("Failures", style="bold"))
             for result in broken:
+                if result.scenario.id not in folded:
+                    self._echo()
+                    self._failure(result)
+            briefly = [result for result in broken if result.scenario.id in folded]
+            if briefly:
                 self._echo()
-                self._failure(result)
+                self._echo("Failed by the same refusal (--verbose shows each):")
+                for result in briefly:
+                    scenario = result.scenario
+                    self._echo(f"  {scenario.id} [{result.severity.value}] — {scenario.title}")
         summary = event.summary
         failed = f"{summary.failed} failed"
         if summary.failed:

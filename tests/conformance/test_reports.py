@@ -11,6 +11,7 @@ import subprocess
 import threading
 import xml.etree.ElementTree as ET
 from collections.abc import Iterator
+from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import ClassVar
@@ -201,6 +202,28 @@ def test_the_console_shows_one_reproduction_unless_verbose_and_pluralises() -> N
         assert "1 failed (1 must, 0 should)" in out
         assert "0 errors" in out
         assert "\x1b[" not in out
+
+
+def test_failures_folded_into_a_refused_plainest_delivery_are_one_line_unless_verbose() -> None:
+    refused = "401 in 2 ms: no signature matches"
+    plainest = Failure("2xx", refused, "curl -sS plain", Severity.MUST, "refused-authentic")
+    started, finished = _finished(
+        _result("signature.valid", plainest),
+        _result("idempotency.sequential-duplicate", replace(plainest, reproduce="curl -sS dup")),
+        _result("clock.past-inside", _failure(repro="curl -sS clock")),  # a cause of its own
+    )
+    for verbose in (False, True):
+        stream = io.StringIO()
+        reporter = ConsoleReporter(stream, colour=False, verbose=verbose)
+        reporter.handle(started)
+        reporter.handle(finished)
+        out = stream.getvalue()
+        assert "curl -sS plain" in out
+        assert "curl -sS clock" in out
+        assert ("curl -sS dup" in out) is verbose
+        folded = "  idempotency.sequential-duplicate [must] — Sequential duplicate"
+        assert (folded in out) is not verbose
+        assert out.index("What to fix") < out.index("curl -sS plain")
 
 
 def test_without_verbose_the_console_shows_the_lines_a_failure_names_as_evidence() -> None:
