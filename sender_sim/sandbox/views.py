@@ -27,6 +27,7 @@ from sender_sim.commands.support import describe_row, transition_text
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.records import (
     Attempt,
+    DeadLetterReason,
     Delivery,
     Event,
     LedgerRow,
@@ -187,13 +188,21 @@ def resend_action(engine: SandboxEngine, item: str) -> Action:
 
 
 def time_left(delivery: Delivery, now: datetime) -> str:
-    """The time left before the deadline, to the second once it is more than a minute."""
+    """The time left before the deadline, to the second once it is more than a minute; for a
+    delivery that is over, what the deadline meant to it."""
     left = delivery.deadline_at - now
     if abs(left) > timedelta(minutes=1):
         left = timedelta(seconds=round(left.total_seconds()))
     if left < timedelta(0):
         return "passed " + format_duration(-left) + " ago"
-    return format_duration(left)
+    shown = format_duration(left)
+    if delivery.state is State.DELIVERED:
+        return f"{shown} (delivered: it no longer counts)"
+    if delivery.reason is DeadLetterReason.DEADLINE_EXHAUSTED:
+        return f"{shown}: too little for another attempt to end in time"
+    if delivery.state is State.DEAD_LETTER:
+        return f"{shown} (dead-lettered: a redrive sets a new one)"
+    return shown
 
 
 def _parse_time(value: object) -> datetime | None:

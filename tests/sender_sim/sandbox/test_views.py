@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from sender_sim.records import Attempt, Delivery, OutcomeKind, State
+from sender_sim.records import Attempt, DeadLetterReason, Delivery, OutcomeKind, State
 from sender_sim.sandbox.chart import HEIGHT, attempts_chart, tone
 from sender_sim.sandbox.views import time_left
 
@@ -64,3 +65,16 @@ def test_time_left_is_to_the_second_and_says_when_it_passed() -> None:
     assert time_left(_delivery(T0 + timedelta(hours=2, microseconds=400_000)), T0) == "2h"
     assert time_left(_delivery(T0 + timedelta(seconds=30.5)), T0) == "30.5s"
     assert time_left(_delivery(T0 - timedelta(minutes=5)), T0) == "passed 5m ago"
+
+
+def test_time_left_says_what_the_deadline_meant_to_a_delivery_that_is_over() -> None:
+    soon = _delivery(T0 + timedelta(seconds=31))
+    exhausted = replace(soon, state=State.DEAD_LETTER, reason=DeadLetterReason.DEADLINE_EXHAUSTED)
+    assert time_left(exhausted, T0) == "31s: too little for another attempt to end in time"
+    gone = replace(soon, state=State.DEAD_LETTER, reason=DeadLetterReason.PERMANENT_RESPONSE)
+    assert time_left(gone, T0) == "31s (dead-lettered: a redrive sets a new one)"
+    delivered = replace(soon, state=State.DELIVERED)
+    assert time_left(delivered, T0) == "31s (delivered: it no longer counts)"
+    assert time_left(replace(delivered, deadline_at=T0 - timedelta(minutes=2)), T0) == (
+        "passed 2m ago"
+    )
