@@ -154,8 +154,8 @@ async def open_http_harness(
     """The HTTP harness, ready to run scenarios.
 
     With ``client`` given (e.g. bound to an ASGI app in process) it is used as is, for the probe
-    too (and for duplicate copies). Otherwise real HTTP clients are opened — one for the webhooks,
-    one that sends each copy of an acknowledged event on a connection of its own
+    and for copies of acknowledged events too. Otherwise real HTTP clients are opened — one for
+    the webhooks, one that sends each copy of an acknowledged event on a connection of its own
     (:meth:`~conformance.harnesses.state.WireRun.http_for`) and one for the probe, so that a
     receiver closing its connections after a 500 cannot break the probe's reads — and the
     endpoint must answer first (:class:`~conformance.exceptions.EndpointUnreachable`). Either
