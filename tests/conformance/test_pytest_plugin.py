@@ -4,6 +4,7 @@ an ASGI app in process or a URL; failures carry the reproduction; settings from 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -205,3 +206,14 @@ def test_the_timeout_takes_a_duration_and_a_bad_one_is_one_usage_error(
     bad = apps.runpytest_inprocess(*base, SECRET, *chosen, "--hookproof-timeout", "soon")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
     assert "--hookproof-timeout: 'soon' is not a duration" in bad.stderr.str()
+
+
+def test_the_scheme_help_written_by_hand_names_every_scheme() -> None:
+    """The plugin must not import hookproof at load, so its --hookproof-scheme help lists the
+    schemes by hand; this keeps that list whole."""
+    from conformance import pytest_plugin
+    from receiver.signing import SCHEMES
+
+    source = Path(pytest_plugin.__file__).read_text()
+    help_text = source.split('"--hookproof-scheme"', 1)[1].split("group.addoption", 1)[0]
+    assert all(name in help_text for name in SCHEMES), sorted(SCHEMES)
