@@ -146,7 +146,10 @@ class CheckSettings:
         return self
 
 
+_DURATIONS = frozenset({"timeout", "wait_for_endpoint", "max_time", "patience"})
+"""Keys in seconds: a number, or a duration string such as "30s" or "10m"."""
 _TYPES: dict[str, type | tuple[type, ...]] = {
+    **dict.fromkeys(_DURATIONS, (int, float, str)),
     "url": str,
     "app": str,
     "path": str,
@@ -157,11 +160,7 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "json": str,
     "junit": str,
     "ndjson": str,
-    "timeout": (int, float, str),
     "rate_limit": (int, float),
-    "wait_for_endpoint": (int, float, str),
-    "max_time": (int, float, str),
-    "patience": (int, float, str),
     "max_body": int,
     "concurrency": int,
     "seed": int,
@@ -169,8 +168,6 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
     "margin": int,
     "samples": int,
 }
-_DURATIONS = {"timeout", "wait_for_endpoint", "max_time", "patience"}
-"""Keys in seconds: a number, or a duration string such as "30s" or "10m"."""
 _LISTS = {"select", "deselect", "secret", "secrets"}
 _TABLES = {"answers", "headers"}
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 import click
 
@@ -71,10 +71,7 @@ def _micros(raw: str, bare_seconds: bool) -> Decimal | None:
         if rank <= last or (fraction and position < len(raw)):
             return None  # units in descending order, a fraction only on the last part
         last = rank
-        try:
-            total += Decimal(whole + (fraction or "")) * _MICROSECONDS[unit]
-        except InvalidOperation:
-            return None
+        total += Decimal(whole + (fraction or "")) * _MICROSECONDS[unit]  # digits: exact
     return total if last >= 0 else None
 
 

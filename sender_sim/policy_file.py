@@ -21,6 +21,7 @@ failures) are retried unless listed under ``stop``. Every mistake is a
 
 from __future__ import annotations
 
+import contextlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -58,16 +59,13 @@ _STOP = Verdict("permanent", Action.DEAD_LETTER, DeadLetterReason.PERMANENT_RESP
 def _seconds(value: Any, where: str) -> float:
     if isinstance(value, bool):
         raise ConfigurationError(f"{where}: expected seconds, got {value!r}")
+    seconds: float | None = None
     if isinstance(value, int | float):
         seconds = float(value)
     elif isinstance(value, str):
-        try:
+        with contextlib.suppress(ValueError):
             seconds = parse_seconds(value)
-        except ValueError:
-            raise ConfigurationError(
-                f"{where}: expected seconds or a duration like '1m', got {value!r}"
-            ) from None
-    else:
+    if seconds is None:
         raise ConfigurationError(
             f"{where}: expected seconds or a duration like '1m', got {value!r}"
         )

@@ -30,9 +30,6 @@ from sender_sim.commands.support import split_secrets
 
 __all__ = ["check_sender_command", "run_check_sender"]
 
-_SECONDS = POSITIVE_DURATION
-"""Seconds, or a duration such as 500ms or 2m."""
-
 
 def run_check_sender(
     settings: SenderCheckSettings,
@@ -88,18 +85,21 @@ def run_check_sender(
     help="The retry policy the sender declares: a built-in profile or a TOML policy file.",
 )
 @click.option(
-    "--slack", type=_SECONDS, default=None, help="Seconds of slack (default max(0.5 s, 10 %))."
+    "--slack",
+    type=POSITIVE_DURATION,
+    default=None,
+    help="Seconds of slack (default max(0.5 s, 10 %)).",
 )
 @click.option(
     "--max-skew",
-    type=_SECONDS,
+    type=POSITIVE_DURATION,
     default=30.0,
     show_default=True,
     help="Seconds a signed timestamp may be from arrival.",
 )
 @click.option(
     "--quiet-period",
-    type=_SECONDS,
+    type=POSITIVE_DURATION,
     default=5.0,
     show_default=True,
     help="Seconds without a new attempt that end a scenario.",
@@ -107,7 +107,7 @@ def run_check_sender(
 @click.option(
     "--first-attempt-within",
     "trigger_start",
-    type=_SECONDS,
+    type=POSITIVE_DURATION,
     default=10.0,
     show_default=True,
     help="Seconds the first attempt may take to arrive after the trigger (plus the schedule's "
