@@ -13,7 +13,6 @@ import json
 from collections.abc import Sequence
 
 import click
-import httpx
 from rich.console import Console
 
 from receiver.commands.console import make_console, print_table
@@ -34,6 +33,7 @@ from sender_sim.commands.reports import (
 from sender_sim.commands.support import (
     announce_start,
     clock_end_note,
+    delivery_client,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -222,7 +222,7 @@ async def _redrive(
     as_json: bool,
 ) -> int:
     out = make_console()
-    async with httpx.AsyncClient() as client:
+    async with delivery_client() as client:
         probe = Simulator(store, clock=session_clock(store, virtual=virtual))
         candidates = probe.deliveries(scope.as_filter())
         name = policy_name or _recorded_policy(probe, [d.delivery_id for d in candidates])

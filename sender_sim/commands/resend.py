@@ -15,7 +15,6 @@ import json
 from collections.abc import Sequence
 
 import click
-import httpx
 
 from receiver.commands.console import make_console
 from sender_sim.commands.options import (
@@ -30,6 +29,7 @@ from sender_sim.commands.reports import delivery_json, last_seq, queued_result, 
 from sender_sim.commands.support import (
     announce_start,
     clock_end_note,
+    delivery_client,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -102,7 +102,7 @@ async def _resend(
     as_json: bool,
 ) -> int:
     out = make_console()
-    async with httpx.AsyncClient() as client:
+    async with delivery_client() as client:
         sim = Simulator(
             store,
             clock=session_clock(store, virtual=virtual),

@@ -37,6 +37,7 @@ from sender_sim.commands.reports import delivery_json, row_json, row_printer, ve
 from sender_sim.commands.support import (
     announce_start,
     clock_end_note,
+    delivery_client,
     open_store,
     parse_deadline,
     run_deliveries,
@@ -239,7 +240,7 @@ async def _send(
     """Configure the endpoint (a new one waits the policy's timeout; a stored one keeps its
     own unless --timeout is given, and keeps its subscriptions and active flag), publish, run."""
     out = make_console()
-    async with httpx.AsyncClient() as client:
+    async with delivery_client() as client:
         sim = Simulator(
             store,
             clock=session_clock(store, virtual=virtual),

@@ -36,6 +36,7 @@ from sender_sim.commands.options import (
     seed_option,
 )
 from sender_sim.commands.support import (
+    delivery_client,
     open_store,
     parse_duration,
     session_clock,
@@ -237,7 +238,7 @@ async def _sandbox(
     endpoint_id: str,
     sock: socket.socket | None,
 ) -> None:
-    async with httpx.AsyncClient() as client:
+    async with delivery_client() as client:
         sim = Simulator(
             store,
             clock=session_clock(store, virtual=virtual),

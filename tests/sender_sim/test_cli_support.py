@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -267,3 +269,41 @@ def test_a_worker_whose_clock_runs_late_still_finishes() -> None:
     with scripted(503, 200) as receiver:
         seen = asyncio.run(_run_reporting(receiver, ["worker_clock_skew:skew=-45"]))
     assert seen[-1] == ("delivered", 2)
+
+
+_FIRST_REQUEST_IMPORTS = """
+import asyncio, sys
+import httpx
+from sender_sim.commands.support import delivery_client
+
+async def main(warm):
+    client_cm = delivery_client() if warm else httpx.AsyncClient()
+    async with client_cm as client:
+        before = set(sys.modules)
+        try:
+            await client.get("http://127.0.0.1:9/")  # the discard port: refused at once
+        except httpx.TransportError:
+            pass
+        print(sorted(set(sys.modules) - before))
+
+asyncio.run(main(sys.argv[1] == "warm"))
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_the_delivery_client_sets_up_before_the_first_attempt(warm: bool) -> None:
+    """A fresh process: the first request through ``delivery_client`` imports nothing (its
+    lazy set-up is done on entering), where a plain client's first request imports anyio's
+    backend — the cost that made attempt 1 late in check-sender's demo."""
+    done = subprocess.run(
+        [sys.executable, "-c", _FIRST_REQUEST_IMPORTS, "warm" if warm else "plain"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    imported = done.stdout.strip()
+    if warm:
+        assert imported == "[]"
+    else:
+        assert "anyio._backends._asyncio" in imported
