@@ -53,6 +53,9 @@ class CheckSettings:
     samples: int = 20
     patience: float = 1.0
     """Real seconds waited before the late duplicate and the redrive copy (``--patience``)."""
+    settle: float = 0.0
+    """Real seconds a committed event's effects may take to show on the probe (``--settle``;
+    0: they show with the 2xx, as the probe contract says)."""
     max_body: int | None = None
     """The receiver's declared body limit in bytes (``--max-body``; ``None``: not judged)."""
     show_secrets: bool = False
@@ -141,12 +144,14 @@ class CheckSettings:
             raise UsageError("--wait-for-endpoint must not be negative")
         if self.max_time is not None and not self.max_time > 0:
             raise UsageError("--max-time must be positive")
-        if self.patience < 0 or (self.max_body is not None and self.max_body < 1):
-            raise UsageError("--patience must not be negative and --max-body must be positive")
+        if self.patience < 0 or self.settle < 0:
+            raise UsageError("--patience and --settle must not be negative")
+        if self.max_body is not None and self.max_body < 1:
+            raise UsageError("--max-body must be positive")
         return self
 
 
-_DURATIONS = frozenset({"timeout", "wait_for_endpoint", "max_time", "patience"})
+_DURATIONS = frozenset({"timeout", "wait_for_endpoint", "max_time", "patience", "settle"})
 """Keys in seconds: a number, or a duration string such as "30s" or "10m"."""
 _TYPES: dict[str, type | tuple[type, ...]] = {
     **dict.fromkeys(_DURATIONS, (int, float, str)),

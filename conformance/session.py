@@ -73,6 +73,7 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
         rate_limit=settings.rate_limit,
         answers=settings.answers,
         patience=settings.patience,
+        settle=settings.settle,
         max_body=settings.max_body,
         headers=settings.headers,
         **extra,
@@ -161,7 +162,8 @@ async def open_http_harness(
     endpoint must answer first (:class:`~conformance.exceptions.EndpointUnreachable`). Either
     way a probe is read once before anything else
     (:class:`~conformance.exceptions.ProbeUnusable`: a wrong token is one error, not one per
-    scenario).
+    scenario), then one lone event tells whether the receiver's effects show after its answers
+    (:meth:`~conformance.harnesses.http.WireHarness.learn_effect_lag`).
     """
     async with AsyncExitStack() as stack:
         if client is None:
@@ -182,9 +184,11 @@ async def open_http_harness(
             probe_client = copies_client = client
         if options.probe is not None:
             await options.probe.preflight(probe_client, options.timeout)
-        yield WireHarness(
+        wire = WireHarness(
             options, client, harness, probe_client=probe_client, copies_client=copies_client
         )
+        await wire.learn_effect_lag()
+        yield wire
 
 
 async def run_sender_side(settings: CheckSettings, reporters: Sequence[Reporter]) -> Summary:

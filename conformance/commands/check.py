@@ -151,6 +151,14 @@ def run_settings(settings: CheckSettings) -> int:
     "(default 1s; a short patience cannot prove a dedupe record lasts longer).",
 )
 @click.option(
+    "--settle",
+    type=DURATION,
+    default=None,
+    help="How long a committed event's effects may take to show on the probe, for a receiver "
+    "whose durable queue applies them after it answers, e.g. 2s (default 0: they show with "
+    "the 2xx).",
+)
+@click.option(
     "--max-body",
     type=click.IntRange(min=1),
     default=None,
@@ -203,6 +211,7 @@ def check_command(
     tolerance: int | None,
     samples: int | None,
     patience: float | None,
+    settle: float | None,
     max_body: int | None,
     config_path: str | None,
     event_template: str | None,
@@ -232,6 +241,7 @@ def check_command(
         "tolerance": tolerance,
         "samples": samples,
         "patience": patience,
+        "settle": settle,
         "max_body": max_body,
         "event_template": event_template,
         "json": json_path,

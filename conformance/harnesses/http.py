@@ -22,13 +22,18 @@ from conformance.checks import Unjudged
 from conformance.exceptions import HarnessError
 from conformance.harnesses.exchanges import seconds_text
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
+from conformance.harnesses.settling import EffectLag
 from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
 from conformance.harnesses.wire_steps import ACTIONS, REQUIRES
 from conformance.judging import judge
 from conformance.model import Harness, Scenario, Side
 from conformance.results import Failure, Outcome, ScenarioResult
 
-__all__ = ["WireHarness"]
+__all__ = ["PACE_RUN", "WireHarness"]
+
+PACE_RUN = "hookproof.pace"
+"""The name of the lone delivery that learns, before the scenarios, whether effects lag answers
+(its event id carries it)."""
 
 
 def _sender_steps(scenario: Scenario) -> bool:
@@ -55,6 +60,7 @@ class WireHarness:
         self.copies_client = copies_client
         self.harness = harness
         self.limiter = RateLimiter(options.rate_limit)
+        self.effect_lag = EffectLag()
 
     def skip_reason(self, scenario: Scenario) -> str | None:
         if self.options.scheme.name not in scenario.schemes:
@@ -92,16 +98,7 @@ class WireHarness:
         reason = self.skip_reason(scenario)
         if reason is not None:
             return result(Outcome.SKIPPED, message=reason)
-        seed = self.options.seed
-        run = WireRun(
-            self.options,
-            self.client,
-            self.limiter,
-            random.Random(f"{seed}:{scenario.id}"),
-            scenario.id,
-            probe_client=self.probe_client,
-            copies_client=self.copies_client,
-        )
+        run = self._wire_run(scenario.id)
         failures: list[Failure] = []
         try:
             driver = self._driver(run, scenario) if _sender_steps(scenario) else None
@@ -124,8 +121,40 @@ class WireHarness:
         finally:
             if run.driver is not None:
                 await run.driver.close()
-        return result(
-            Outcome.FAILED if failures else Outcome.PASSED, failures, _duplicate_gaps(run)
+        said = "; ".join(filter(None, [_duplicate_gaps(run), *run.remarks.values()]))
+        return result(Outcome.FAILED if failures else Outcome.PASSED, failures, said)
+
+    async def learn_effect_lag(self) -> None:
+        """Before the first scenario (with a probe and ``--settle``): deliver one lone event and
+        read the probe at its 2xx. Committed without its effect, it is read again until the
+        effect shows: the receiver applies effects after answering, and the run learns how late
+        (:mod:`conformance.harnesses.settling`). A refused or unanswered delivery teaches
+        nothing; the scenarios then judge as they read."""
+        if self.options.probe is None or self.options.settle <= 0:
+            return
+        # On a connection of its own: whatever the receiver does to it cannot reach the pool
+        # the scenarios use (one that closes its connections after a 500, say).
+        run = self._wire_run(PACE_RUN, client=self.copies_client)
+        event = run.event("lone")
+        try:
+            exchange = await run.send("lone", run.signed(event), event.event_id)
+            if exchange.status is not None and 200 <= exchange.status < 300:
+                await run.read_probe(event.event_id, at_least=1)
+        except HarnessError:
+            return
+
+    def _wire_run(self, scenario_id: str, *, client: httpx.AsyncClient | None = None) -> WireRun:
+        """A fresh scenario state over this harness's clients (``client``: another for its
+        webhooks), sharing the run's limiter and effect lag."""
+        return WireRun(
+            self.options,
+            client or self.client,
+            self.limiter,
+            random.Random(f"{self.options.seed}:{scenario_id}"),
+            scenario_id,
+            probe_client=self.probe_client,
+            copies_client=self.copies_client,
+            effect_lag=self.effect_lag,
         )
 
     def _driver(self, run: WireRun, scenario: Scenario) -> SenderDriver:

@@ -19,7 +19,7 @@ import random
 import secrets as secrets_module
 import time
 import zlib
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -29,6 +29,7 @@ from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError
 from conformance.extra_headers import RequestHeaders
 from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.settling import EffectLag, settled_reading, shown_after
 from conformance.harnesses.signed_requests import (
     MUTATIONS,
     WireRequest,
@@ -70,6 +71,9 @@ class WireOptions:
     """The refusal codes the platform relies on (:mod:`conformance.answers`)."""
     patience: float = 0.0
     """Seconds of real time waited before a late duplicate and a redrive copy (``--patience``)."""
+    settle: float = 0.0
+    """Seconds a committed event's effects may take to show on the probe (``--settle``;
+    :mod:`conformance.harnesses.settling`)."""
     max_body: int | None = None
     """The body limit the receiver declares (``--max-body``); ``None``: not declared."""
     headers: tuple[tuple[str, str], ...] = ()
@@ -131,9 +135,13 @@ class WireRun:
     acknowledged: set[str] = field(default_factory=set)
     """The event ids some copy of which was answered 2xx."""
     observations: dict[str, list[tuple[Exchange, ProbeSnapshot]]] = field(default_factory=dict)
-    """Probe readings taken the moment an answer came back, by label (staggered copies)."""
+    """Probe readings taken the moment a 2xx came back, by label (staggered copies)."""
     first_sent: dict[str, float] = field(default_factory=dict)
     """When each event id's first copy was sent (``perf_counter``): duplicates report the gap."""
+    effect_lag: EffectLag = field(default_factory=EffectLag)
+    """How late this run's effects showed (shared by the run's scenarios)."""
+    remarks: dict[str, str] = field(default_factory=dict)
+    """What the scenario's result says besides its verdict, one sentence per kind."""
     _signed_count: int = 0
     _counter: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -142,6 +150,42 @@ class WireRun:
         """The client the probe is read through: a receiver that closes its connections after a
         500 then cannot make the probe's read fail."""
         return self.probe_client if self.probe_client is not None else self.client
+
+    async def effect_shown_after(self, event_id: str) -> float | None:
+        """Seconds until ``event_id``'s effect showed, read again for up to a second (``None``:
+        it did not): what a failure's report says (:mod:`conformance.harnesses.settling`)."""
+        return await shown_after(self._probe_reader(event_id), at_least=1)
+
+    async def read_probe(
+        self, event_id: str, *, at_least: int = 0, confirm: bool = False
+    ) -> ProbeSnapshot:
+        """What the probe says about ``event_id``. ``at_least``: a committed event is read again
+        (up to ``--settle``) until it shows that many effects; ``confirm``: a reading that must
+        not show more is taken once more when this run's effects are known to lag its answers
+        (:mod:`conformance.harnesses.settling`)."""
+        read = self._probe_reader(event_id)
+        if not at_least and not confirm:
+            return await read()
+        return await settled_reading(
+            read,
+            at_least=at_least,
+            confirm=confirm,
+            settle_s=self.options.settle,
+            lag=self.effect_lag,
+            remarks=self.remarks,
+        )
+
+    def _probe_reader(self, event_id: str) -> Callable[[], Awaitable[ProbeSnapshot]]:
+        """One probe reading of ``event_id`` per call, within the run's rate limit."""
+        probe = self.options.probe
+        if probe is None:
+            raise HarnessError("no probe to read")
+
+        async def read() -> ProbeSnapshot:
+            await self.limiter.wait()
+            return await probe.read(self.probe_http, event_id, self.options.timeout)
+
+        return read
 
     def http_for(self, event_id: str) -> httpx.AsyncClient:
         """The client a request for ``event_id`` goes through. A copy of an event the receiver

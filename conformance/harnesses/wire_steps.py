@@ -167,10 +167,9 @@ async def _deliver_staggered(run: WireRun, args: Mapping[str, Any]) -> None:
 
 async def _copy_in_flight(run: WireRun, event: EventOnWire, label: str) -> None:
     exchange = await run.send(label, run.signed(event), event.event_id)
-    probe = run.options.probe
-    if probe is None or exchange.status is None or exchange.status // 100 != 2:
+    if run.options.probe is None or exchange.status is None or exchange.status // 100 != 2:
         return
-    snapshot = await probe.read(run.probe_http, event.event_id, run.options.timeout)
+    snapshot = await run.read_probe(event.event_id)
     run.observations.setdefault(label, []).append((exchange, snapshot))
 
 

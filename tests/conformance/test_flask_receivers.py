@@ -66,6 +66,9 @@ FLASK_MUST_FAIL: dict[str, frozenset[str]] = {
     "std-abort-unknown": frozenset({"signature.valid"}),
     "std-mark-first": frozenset({"idempotency.staggered-duplicates"}),
     "stripe-tolerance": frozenset({"clock.past-outside", "clock.replay-after-window"}),
+    "std-queued-every-copy": frozenset(
+        {"idempotency.sequential-duplicate", "idempotency.concurrent-duplicates"}
+    ),
 }
 """For each broken Flask variant (the table atop app.py), the scenarios that must fail."""
 
@@ -76,10 +79,19 @@ NOT_CAUGHT_AT_MUST: dict[str, str] = {
     "std-locked-500": "timing: a locked file is a 500 only when the lock meets a copy's claim; "
     "met by the commit it is answered 503 (retry later). idempotency.concurrent-duplicates "
     "catches it in some runs, not reliably",
+    "std-queued-in-memory": "checked with --settle, as the queued variants are, a black box "
+    "cannot tell a queue in memory from a durable one: the effect is lost only when the process "
+    "dies between the answer and the worker (without --settle, ack-after-commit fails it, and "
+    "std-queued with it)",
 }
 """Broken variants no ``must`` scenario catches, and why."""
 
-CORRECT = ("std-correct", "stripe-correct")
+CORRECT = ("std-correct", "stripe-correct", "std-queued")
+"""Careful variants; ``std-queued`` answers once the event is stored with its job and applies the
+effect afterwards from that durable queue, as Stripe's and Svix's docs recommend."""
+
+QUEUED_SETTLE = 1.0
+"""``--settle`` for the queued variants: checked as a platform that allows a durable queue."""
 
 
 def _unavailable() -> str | None:
@@ -124,6 +136,8 @@ def flask_server() -> Iterator[str]:
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
     documented = variant.endswith("-docs")
+    if variant.startswith("std-queued"):
+        overrides.setdefault("settle", QUEUED_SETTLE)
     return check_variant(
         f"{base}/{variant}",
         secrets=(SECRET,) if documented else (SECRET, SECOND_SECRET),
@@ -174,6 +188,22 @@ def test_a_broken_flask_receiver_fails_the_scenarios_aimed_at_its_bug(
         assert failure.expected
         assert failure.observed
         assert SECRET not in failure.reproduce + failure.observed
+
+
+def test_a_queued_receiver_needs_settle_and_then_its_late_effects_are_read(
+    flask_server: str,
+) -> None:
+    """Its probe says committed with no effect at the 2xx. By default (the probe contract) that
+    is a 2xx before the commit, and the failure says the effect showed later; with --settle the
+    effect is read when it shows, and the results say they waited."""
+    strict = _check(flask_server, "std-queued", select=("response.ack-after-commit",), settle=0)
+    failure = strict["response.ack-after-commit"].failures[0]
+    assert "committed, 0 effect(s)" in failure.observed
+    assert "ms later: it is applied after the answer" in failure.observed
+    selected = ("response.ack-after-commit", "idempotency.sequential-duplicate")
+    results = _check(flask_server, "std-queued", select=selected)
+    assert {sid: r.outcome for sid, r in results.items()} == dict.fromkeys(selected, Outcome.PASSED)
+    assert "late second effect" in results["idempotency.sequential-duplicate"].message
 
 
 def test_a_missing_body_limit_fails_only_the_should(flask_server: str) -> None:

@@ -53,8 +53,14 @@ NODE_MUST_FAIL: dict[str, frozenset[str]] = {
     "narrow-catch": frozenset({"signature.body-not-json"}),
     "catch-all-200": frozenset({"signature.tampered-body", "signature.forged-then-genuine"}),
     "header-case": frozenset({"signature.valid"}),
+    "queue-every-copy": frozenset(
+        {"idempotency.sequential-duplicate", "idempotency.late-duplicate"}
+    ),
 }
 """For each broken Node variant (``BUGS`` in server.js), the scenarios that must fail."""
+
+QUEUED = frozenset({"queued", "queue-every-copy"})
+"""Variants that apply effects from a queue after answering: checked with ``--settle 1s``."""
 
 DECLARED_MAX_BODY: dict[str, int] = {"default-limit": 256 * 1024}
 """Variants checked with another declared ``--max-body`` than the server's (the limit the team
@@ -77,13 +83,18 @@ def node_server() -> Iterator[str]:
 
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
-    return check_zoo_variant(base, variant, max_body=MAX_BODY, **overrides)
+    if variant in QUEUED:
+        overrides.setdefault("settle", 1.0)
+    overrides.setdefault("max_body", DECLARED_MAX_BODY.get(variant, MAX_BODY))
+    return check_zoo_variant(base, variant, **overrides)
 
 
-def test_the_correct_node_receiver_breaks_no_guarantee(node_server: str) -> None:
+@pytest.mark.parametrize("variant", ["correct", "queued"])
+def test_the_correct_node_receiver_breaks_no_guarantee(node_server: str, variant: str) -> None:
     """Built as the npm package documents it, it answers 400 to every refusal: only that
-    convention (401 in hookproof's table) may differ; every other expectation holds."""
-    results = _check(node_server, "correct")
+    convention (401 in hookproof's table) may differ; every other expectation holds. The same
+    for ``queued``, which applies its effects from a queue after answering (``--settle``)."""
+    results = _check(node_server, variant)
     assert set(results) == {s.id for s in CATALOGUE.tagged(Harness.C)}
     assert broken_guarantees(results) == {}
     skipped = {sid for sid, r in results.items() if r.outcome is Outcome.SKIPPED}
@@ -98,10 +109,7 @@ def test_the_correct_node_receiver_breaks_no_guarantee(node_server: str) -> None
 def test_a_broken_node_receiver_fails_the_scenarios_aimed_at_its_bug(
     node_server: str, bug: str, must_fail: frozenset[str]
 ) -> None:
-    declared = DECLARED_MAX_BODY.get(bug, MAX_BODY)
-    results = check_zoo_variant(
-        node_server, bug, max_body=declared, select=tuple(sorted(must_fail))
-    )
+    results = _check(node_server, bug, select=tuple(sorted(must_fail)))
     failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
     assert must_fail <= failed, bug
     severities = {CATALOGUE.get(sid).severity for sid in must_fail}

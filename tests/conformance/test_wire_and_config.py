@@ -9,9 +9,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
+from conformance.commands.check import check_command
 from conformance.config import CheckSettings, load_config, substitute_env
 from conformance.exceptions import ConfigError, UsageError
 from conformance.harnesses.signed_requests import (
@@ -200,3 +202,16 @@ def test_a_plain_http_target_loads_no_ca_bundle_and_https_loads_it_once() -> Non
     info = session._verified_tls.cache_info()
     assert (info.misses, info.hits) == (1, 1)
     assert session._verified_tls().verify_mode is ssl.CERT_REQUIRED
+
+
+def test_settle_is_a_duration_in_the_config_and_on_the_command_line(tmp_path: Path) -> None:
+    (tmp_path / "hookproof.toml").write_text("settle = '2s'\n")
+    values = load_config(cwd=tmp_path)
+    assert values == {"settle": 2.0}
+    assert CheckSettings().settle == 0  # the probe contract: effects show with the 2xx
+    assert CheckSettings().merged(values).report_options()["settle"] == 2.0
+    with pytest.raises(UsageError, match="--settle must not be negative"):
+        CheckSettings(url="http://x/", secrets=("s",), settle=-1).validate()
+    result = CliRunner().invoke(check_command, ["http://x/", "--secret", "s", "--settle", "soon"])
+    assert result.exit_code == 2
+    assert "'soon' is not a duration" in result.output

@@ -33,11 +33,15 @@ Variants (one realistic Flask bug each, apart from the docs and correct ones):
 | stripe-tolerance | stripe | ``construct_event(..., tolerance=0)`` ("strict"), which turns the timestamp check off |
 | stripe-first-secret | stripe | only the first configured secret |
 | stripe-json-reserialised | stripe | verifies ``json.dumps(request.get_json())`` |
+| std-queued | standard | as Stripe's and Svix's docs recommend: the careful receiver, but the 2xx follows a commit of the inbox record together with a row in a ``jobs`` table; a worker thread applies the effect from the queue afterwards (effect + job deleted in one transaction) |
+| std-queued-every-copy | standard | queued, but every authentic copy is recorded with ``INSERT OR IGNORE`` and enqueued, duplicates too: the dedupe was left to a worker that does not do it |
+| std-queued-in-memory | standard | queued on a ``queue.Queue`` in memory after the inbox commit: a crash between the answer and the effect loses it |
 
 Config by environment: ``FLASKZOO_SECRETS`` (space separated), ``FLASKZOO_PROBE_TOKEN``,
 ``FLASKZOO_DATA_DIR``, ``FLASKZOO_PORT`` (0: any free port, printed), ``FLASKZOO_MAX_BODY``
 (bytes, default 1 MiB), ``FLASKZOO_WORK_SECONDS`` (the time the business effect takes: a call
-to a downstream system; default 0.02).
+to a downstream system; default 0.02), ``FLASKZOO_QUEUE_POLL_SECONDS`` (how often the queued
+variants' worker looks for jobs; default 0.05).
 """
 
 # ruff: noqa: E501 -- the bug table above keeps one variant per line
@@ -47,6 +51,7 @@ from __future__ import annotations
 import hmac
 import json
 import os
+import queue
 import sqlite3
 import sys
 import threading
@@ -65,6 +70,7 @@ PROBE_TOKEN = os.environ.get("FLASKZOO_PROBE_TOKEN", "")
 DATA_DIR = Path(os.environ.get("FLASKZOO_DATA_DIR", "flaskzoo-data"))
 MAX_BODY = int(os.environ.get("FLASKZOO_MAX_BODY", str(1024 * 1024)))
 WORK_SECONDS = float(os.environ.get("FLASKZOO_WORK_SECONDS", "0.02"))
+QUEUE_POLL_SECONDS = float(os.environ.get("FLASKZOO_QUEUE_POLL_SECONDS", "0.05"))
 TOLERANCE = 300
 LEASE_SECONDS = 30
 KNOWN_EVENT_TYPES = ("invoice.paid", "customer.created", "payment_intent.succeeded")
@@ -74,6 +80,7 @@ CREATE TABLE IF NOT EXISTS inbox (event_id TEXT PRIMARY KEY, status TEXT NOT NUL
                                   claimed_at REAL, answer INTEGER);
 CREATE TABLE IF NOT EXISTS effects (event_id TEXT PRIMARY KEY, n INTEGER NOT NULL);
 CREATE TABLE IF NOT EXISTS deliveries (event_id TEXT PRIMARY KEY, n INTEGER NOT NULL);
+CREATE TABLE IF NOT EXISTS jobs (id INTEGER PRIMARY KEY AUTOINCREMENT, event_id TEXT NOT NULL);
 """
 
 
@@ -511,6 +518,84 @@ class StripeJsonReserialised(CarefulStripe):
         return json.dumps(req.get_json(force=True, silent=True)).encode()
 
 
+class Queued(CarefulStandard):
+    """Acknowledge once stored, process later: the inbox record and a job commit together."""
+
+    variant = "std-queued"
+
+    def process(self, conn: sqlite3.Connection, event_id: str) -> Response:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute(
+            "UPDATE inbox SET status = 'committed', claimed_at = NULL, answer = 200 "
+            "WHERE event_id = ?",
+            (event_id,),
+        )
+        conn.execute("INSERT INTO jobs (event_id) VALUES (?)", (event_id,))
+        conn.execute("COMMIT")
+        return jsonify(received=True, event_id=event_id, queued=True)
+
+    def work_off(self) -> None:
+        """Apply every queued job: its effect and its deletion in one transaction."""
+        with connect(self.variant) as conn:
+            for job_id, event_id in conn.execute("SELECT id, event_id FROM jobs ORDER BY id"):
+                conn.execute("BEGIN IMMEDIATE")
+                apply_effect(conn, event_id, self.work_seconds)
+                conn.execute("DELETE FROM jobs WHERE id = ?", (job_id,))
+                conn.execute("COMMIT")
+
+
+class QueuedEveryCopy(Queued):
+    variant = "std-queued-every-copy"
+
+    def claim(self, conn: sqlite3.Connection, event_id: str) -> Response | None:
+        return None  # "the worker deduplicates" (it does not)
+
+    def process(self, conn: sqlite3.Connection, event_id: str) -> Response:
+        conn.execute("BEGIN IMMEDIATE")
+        conn.execute("INSERT OR IGNORE INTO inbox VALUES (?, 'committed', NULL, 200)", (event_id,))
+        conn.execute("INSERT INTO jobs (event_id) VALUES (?)", (event_id,))
+        conn.execute("COMMIT")
+        return jsonify(received=True, event_id=event_id, queued=True)
+
+
+class QueuedInMemory(Queued):
+    variant = "std-queued-in-memory"
+
+    def __init__(self) -> None:
+        self.pending: queue.SimpleQueue[str] = queue.SimpleQueue()
+
+    def process(self, conn: sqlite3.Connection, event_id: str) -> Response:
+        conn.execute(
+            "UPDATE inbox SET status = 'committed', claimed_at = NULL, answer = 200 "
+            "WHERE event_id = ?",
+            (event_id,),
+        )
+        self.pending.put(event_id)
+        return jsonify(received=True, event_id=event_id, queued=True)
+
+    def work_off(self) -> None:
+        with connect(self.variant) as conn:
+            while not self.pending.empty():
+                event_id = self.pending.get()
+                conn.execute("BEGIN IMMEDIATE")
+                apply_effect(conn, event_id, self.work_seconds)
+                conn.execute("COMMIT")
+
+
+QUEUED: list[Queued] = [Queued(), QueuedEveryCopy(), QueuedInMemory()]
+
+
+def work_queues() -> None:
+    """The queued variants' worker: every ``QUEUE_POLL_SECONDS``, work off each one's jobs."""
+    while True:
+        time.sleep(QUEUE_POLL_SECONDS)  # real time: a worker polling its queue
+        for receiver in QUEUED:
+            try:
+                receiver.work_off()
+            except sqlite3.Error as error:  # retried on the next poll
+                print(f"{receiver.variant}: {error}", file=sys.stderr)
+
+
 CAREFUL: list[CarefulStandard] = [
     CarefulStandard(),
     CarefulStripe(),
@@ -530,6 +615,7 @@ CAREFUL: list[CarefulStandard] = [
     StripeTolerance(),
     StripeFirstSecret(),
     StripeJsonReserialised(),
+    *QUEUED,
 ]
 HANDLERS: dict[str, Callable[[], Any]] = {"std-docs": std_docs, "stripe-docs": stripe_docs}
 HANDLERS.update({receiver.variant: (lambda r=receiver: r.handle(request)) for receiver in CAREFUL})
@@ -543,6 +629,7 @@ def create_app() -> Flask:
         with connect(variant) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(SCHEMA)
+    threading.Thread(target=work_queues, name="queue-worker", daemon=True).start()
     app = Flask(__name__)
 
     @app.post("/<variant>/webhooks")

@@ -35,7 +35,15 @@ const BUGS = {
   "starts-with": "compares the base64 strings with expected.startsWith(sig): a prefix passes",
   "default-limit": "express.raw() without a limit: express's 100kb default, below the limit declared",
   "lowercase-key": "normalises the dedupe key with eventId.toLowerCase()",
+  "queue-every-copy": "queued, but a committed duplicate is queued again (\"the worker dedupes\")",
 };
+
+// Correct variants: "correct" applies the effect before it answers; "queued" answers once the
+// event is recorded and applies the effect from a queue afterwards, as Stripe's and Svix's docs
+// recommend (a worker takes the jobs every QUEUE_POLL_MS).
+const CORRECT = ["correct", "queued"];
+const QUEUED = new Set(["queued", "queue-every-copy"]);
+const QUEUE_POLL_MS = 40;
 
 const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -119,6 +127,9 @@ function variant(bug) {
   const effects = new Map(); // eventId -> count
   const seen = new Set();
   const unawaited = []; // no-await-commit: writes under way, landing at the next request
+  const jobs = []; // queued variants: event ids whose effect the worker still owes
+  const apply = (eventId) => effects.set(eventId, (effects.get(eventId) || 0) + 1);
+  if (QUEUED.has(bug)) setInterval(() => jobs.splice(0).forEach(apply), QUEUE_POLL_MS).unref();
   const land = () => unawaited.splice(0).forEach((write) => write());
   let parser = express.raw({ type: () => true, limit: MAX_BODY });
   if (bug === "express-json") parser = express.json({ limit: MAX_BODY });
@@ -159,7 +170,10 @@ function variant(bug) {
       const known = inbox.get(key);
       if (known) {
         known.deliveries += 1;
-        if (known.state === "committed") return res.json({ status: "already applied" });
+        if (known.state === "committed") {
+          if (bug === "queue-every-copy") jobs.push(eventId);
+          return res.json({ status: "already applied" });
+        }
         if (bug === "in-flight-500") {
           known.copyArrived();
           throw new Error("unique constraint failed: inbox.key");
@@ -170,9 +184,14 @@ function variant(bug) {
       const row = { eventId, state: "in_flight", deliveries: 1 };
       inbox.set(key, row);
       const commit = () => {
-        effects.set(eventId, (effects.get(eventId) || 0) + 1);
+        apply(eventId);
         row.state = "committed";
       };
+      if (QUEUED.has(bug)) {
+        row.state = "committed"; // recorded, with its job: the worker applies the effect later
+        jobs.push(eventId);
+        return res.json({ status: "queued" });
+      }
       if (bug === "no-await-commit") {
         // The write is not awaited: it lands only after the next request (the probe read right
         // after this 200, or another delivery), however fast or busy the machine is.
@@ -210,7 +229,7 @@ function variant(bug) {
 }
 
 const app = express();
-for (const name of ["correct", ...Object.keys(BUGS)]) app.use(`/${name}`, variant(name));
+for (const name of [...CORRECT, ...Object.keys(BUGS)]) app.use(`/${name}`, variant(name));
 app.use((error, req, res, next) => {
   const status = error.status || error.statusCode || 500;
   problem(res, status, status === 413 ? "body-too-large" : "error", error.message);
