@@ -43,7 +43,7 @@ const BUGS = {
 // recommend (a worker takes the jobs every QUEUE_POLL_MS).
 const CORRECT = ["correct", "queued"];
 const QUEUED = new Set(["queued", "queue-every-copy"]);
-const QUEUE_POLL_MS = 40;
+const QUEUE_POLL_MS = 20;
 
 const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
