@@ -191,9 +191,14 @@ async def _committed(run: WireRun, expectation: Expectation) -> Verdict:
         later = await run.effect_shown_after(event_id)
         said = snapshot.describe()
         if later is not None:
+            advice = (
+                f"more than --settle {run.options.settle:g} s after it"
+                if run.options.settle > 0
+                else "from a durable queue? then say so with --settle"
+            )
             said += (
                 f"; the effect showed {later * 1000:.0f} ms later: it is applied after the "
-                "answer (from a durable queue? then say so with --settle)"
+                f"answer ({advice})"
             )
         return await _probe_failure(run, expectation, label, said)
     if snapshot.status != "committed":

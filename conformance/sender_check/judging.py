@@ -256,11 +256,18 @@ def _delays(history: History) -> list[Problem]:
         lowest, highest = low - slack - carry, high + prev.held_s + slack
         if not lowest <= gap <= highest:
             held = f", the {prev.held_s:.2f} s it was held included" if prev.held_s > 0.05 else ""
+            # A fixed schedule's retry is due a delay after the previous attempt's *due* time
+            # (seed 002): a short gap is a retry sent early, or a previous attempt sent late.
+            late = (
+                f": too soon, or attempt {prev.number} left more than {slack:g} s after it was due"
+                if declared.fixed and gap < lowest
+                else ""
+            )
             problems.append(
                 Problem(
                     f"attempt {cur.number} arrived {gap:.2f} s after attempt {prev.number}; "
                     f"declared {declared.describe_delay(prev.number)} (allowed "
-                    f"{max(0.0, lowest):.2f}–{highest:.2f} s{held})",
+                    f"{max(0.0, lowest):.2f}–{highest:.2f} s{held}){late}",
                     (prev, cur),
                 )
             )

@@ -58,7 +58,10 @@ def _check(name: str, declared: Declared, *attempts: Attempt) -> list[str]:
 def test_fixed_delays_within_slack_and_a_held_answer_compensated() -> None:
     assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 2.4)) == []
     assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 2.6))  # slack is 0.5 s
-    assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 1.4))
+    assert _check("delays", FIXED, _attempt(1, 0), _attempt(2, 1.4)) == [
+        "attempt 2 arrived 1.40 s after attempt 1; declared 2 s (allowed 1.50–2.50 s): too "
+        "soon, or attempt 1 left more than 0.5 s after it was due"
+    ]
     # held 1 s: a sender scheduling from the end of the attempt (3 s) is allowed too
     held = _attempt(1, 0, answer=HOLD, held=1.0)
     assert _check("delays", FIXED, held, _attempt(2, 3.0)) == []
