@@ -10,7 +10,9 @@ and a scenario no pattern covers is its own cause: its guarantee.
 One cause outranks the others: when the plainest authentic delivery (``signature.valid``) is not
 acknowledged at all, most of the catalogue fails with it — a wrong secret, scheme, path or event
 type, not thirty bugs. Every scenario whose own authentic delivery was refused then folds into
-:data:`REFUSED_AUTHENTIC`, whose fix quotes the receiver's answer.
+:data:`REFUSED_AUTHENTIC`, whose fix quotes the receiver's answer. So does a receiver whose
+effects show only after its answer (:data:`EFFECT_AFTER_ANSWER`, named by the failures whose
+missing effect showed a moment later): every "applied once" check of the run fails with it.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from conformance.results import Outcome, ScenarioResult
 
 __all__ = [
     "CAUSES",
+    "EFFECT_AFTER_ANSWER",
     "PLAINEST",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
@@ -31,6 +34,8 @@ __all__ = [
     "group_by_cause",
 ]
 
+EFFECT_AFTER_ANSWER = "effect-after-answer"
+"""The cause key of a missing effect that showed a moment later: applied after the 2xx."""
 REFUSED_AUTHENTIC = "refused-authentic"
 """The cause key of a failure where a delivery that must be acknowledged (2xx) was not."""
 PLAINEST = "signature.valid"
@@ -67,6 +72,9 @@ CAUSES: Mapping[str, str] = {
     "size": "accept bodies up to the limit you declare (a framework's default limit may be "
     "lower: raise it), and refuse larger ones with 413",
     "sender": "the sender breaks its retry contract (see each scenario's guarantee)",
+    EFFECT_AFTER_ANSWER: "apply the effect before answering 2xx, committed with the inbox "
+    "record in one transaction (the probe showed it only after the answer); if a durable queue "
+    "applies it, tell hookproof with --settle",
     REFUSED_AUTHENTIC: "acknowledge a correctly signed delivery: check that the receiver holds "
     "the secret you pass (--secret), verifies the --scheme you chose at this URL and accepts "
     "the event (--event-template)",
@@ -156,7 +164,11 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
         groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
     causes = [Cause(key, fix, tuple(ids)) for key, (fix, ids) in groups.items()]
     # what folds the rest of the run leads, however few scenarios it counts
-    return sorted(causes, key=lambda c: (c.key != REFUSED_AUTHENTIC, -len(c.scenarios)))
+    return sorted(causes, key=lambda c: (c.key not in _LEADING, -len(c.scenarios)))
+
+
+_LEADING = frozenset({REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
+"""Causes that explain failures across families: listed first."""
 
 
 def _plainest_refusal(failed: Iterable[ScenarioResult]) -> str | None:

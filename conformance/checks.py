@@ -14,10 +14,11 @@ import math
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-from conformance.causes import REFUSED_AUTHENTIC
+from conformance.causes import EFFECT_AFTER_ANSWER, REFUSED_AUTHENTIC
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
+from conformance.probe import ProbeSnapshot
 from conformance.results import Failure
 from receiver.problems import media_type
 from receiver.signing import SCHEMES
@@ -134,6 +135,31 @@ async def _probe_failure(
     return Failure(expectation.describe(), shown, "\n".join(lines))
 
 
+async def _missing_effect(
+    run: WireRun, expectation: Expectation, label: str, snapshot: ProbeSnapshot, wanted: int
+) -> Failure:
+    """The failure of a committed event short of ``wanted`` effects. The probe is followed for a
+    moment (:meth:`~conformance.harnesses.state.WireRun.effect_shown_after`): an effect that
+    shows then was applied after the answer, the cause the failure names (so a receiver that
+    acknowledges before its effect gets one line to fix, not one per family)."""
+    event_id = run.events[label].event_id
+    later = await run.effect_shown_after(event_id, wanted)
+    said = snapshot.describe()
+    if later is None:
+        return await _probe_failure(run, expectation, label, said)
+    advice = (
+        f"more than --settle {run.options.settle:g} s after it"
+        if run.options.settle > 0
+        else "from a durable queue? then say so with --settle"
+    )
+    said += (
+        f"; the effect showed {later * 1000:.0f} ms later: it is applied after the answer "
+        f"({advice})"
+    )
+    failure = await _probe_failure(run, expectation, label, said)
+    return replace(failure, cause=EFFECT_AFTER_ANSWER)
+
+
 def _probe_count(field: str, unjudged: str, *, settles: bool) -> CheckFn:
     """A check that the probe shows exactly ``equals`` (or at most ``at_most``) of ``field``
     (``effects``, ``deliveries``) for the event. With ``settles`` (effects), a committed event's
@@ -155,6 +181,8 @@ def _probe_count(field: str, unjudged: str, *, settles: bool) -> CheckFn:
         )
         count: int = getattr(snapshot, field)
         wrong = count > int(args["at_most"]) if "at_most" in args else count != wanted
+        if wrong and settles and snapshot.status == "committed" and count < wanted:
+            return await _missing_effect(run, expectation, label, snapshot, wanted)
         if wrong:
             return await _probe_failure(run, expectation, label, snapshot.describe())
         return None
@@ -185,22 +213,9 @@ async def _committed(run: WireRun, expectation: Expectation) -> Verdict:
     if run.options.probe is None:
         return Unjudged("no probe: commit not observed")
     label = expectation.args["event"]
-    event_id = run.events[label].event_id
-    snapshot = await run.read_probe(event_id, at_least=1)
+    snapshot = await run.read_probe(run.events[label].event_id, at_least=1)
     if snapshot.status == "committed" and snapshot.effects < 1:
-        later = await run.effect_shown_after(event_id)
-        said = snapshot.describe()
-        if later is not None:
-            advice = (
-                f"more than --settle {run.options.settle:g} s after it"
-                if run.options.settle > 0
-                else "from a durable queue? then say so with --settle"
-            )
-            said += (
-                f"; the effect showed {later * 1000:.0f} ms later: it is applied after the "
-                f"answer ({advice})"
-            )
-        return await _probe_failure(run, expectation, label, said)
+        return await _missing_effect(run, expectation, label, snapshot, 1)
     if snapshot.status != "committed":
         return await _probe_failure(run, expectation, label, snapshot.describe())
     return None
@@ -301,6 +316,8 @@ async def _effects_every(run: WireRun, expectation: Expectation) -> Verdict:
     wanted = int(expectation.args["equals"])
     for label in labels:
         snapshot = await run.read_probe(run.events[label].event_id, at_least=wanted, confirm=True)
+        if snapshot.status == "committed" and snapshot.effects < wanted:
+            return await _missing_effect(run, expectation, label, snapshot, wanted)
         if snapshot.effects != wanted:
             return await _probe_failure(run, expectation, label, snapshot.describe())
     return None
@@ -322,10 +339,20 @@ async def _committed_when_acknowledged(run: WireRun, expectation: Expectation) -
             continue
         if snapshot.status != "committed" or snapshot.effects < 1:
             sensitive = run.redactions()
-            return Failure(
+            failure = Failure(
                 expectation.describe(),
                 f"a copy sent while the first was in flight got {exchange.describe(sensitive)}; "
                 f"right then, {snapshot.describe()}",
                 run.curl(exchange.request),
+            )
+            if (
+                snapshot.status != "committed"
+                or (await run.read_probe(snapshot.event_id)).effects < 1
+            ):
+                return failure
+            return replace(  # the effect showed since: that 2xx came before it
+                failure,
+                observed=f"{failure.observed}; the effect showed later",
+                cause=EFFECT_AFTER_ANSWER,
             )
     return None

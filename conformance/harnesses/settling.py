@@ -27,7 +27,7 @@ from collections.abc import Awaitable, Callable
 
 from conformance.probe import ProbeSnapshot
 
-__all__ = ["DIAGNOSIS_S", "EffectLag", "settled_reading", "shown_after"]
+__all__ = ["DIAGNOSES_UNSHOWN", "DIAGNOSIS_S", "EffectLag", "settled_reading", "shown_after"]
 
 FIRST_PAUSE_S = 0.005
 """The first pause before reading a committed event's probe again; each pause doubles."""
@@ -40,15 +40,26 @@ SHORTEST_WATCH_S = 0.1
 """… and at least this long (a queue polled now and then lags by a varying part of its period)."""
 
 
+DIAGNOSES_UNSHOWN = 2
+"""After this many followed failures whose effect never showed, the run stops following them: the
+receiver loses effects, it does not apply them late (each following costs ``DIAGNOSIS_S``)."""
+
+
 class EffectLag:
     """The longest time, in this run, between a committed reading without its effect and the
-    reading that showed it (``0``: every effect showed at once)."""
+    reading that showed it (``0``: every effect showed at once), and how many failed readings
+    were followed in vain."""
 
     def __init__(self) -> None:
         self.longest_s = 0.0
+        self.unshown = 0
 
     def saw(self, lag_s: float) -> None:
         self.longest_s = max(self.longest_s, lag_s)
+
+    def worth_following(self) -> bool:
+        """Whether another failed reading is worth following (:func:`shown_after`)."""
+        return self.unshown < DIAGNOSES_UNSHOWN
 
 
 async def settled_reading(

@@ -151,10 +151,16 @@ class WireRun:
         500 then cannot make the probe's read fail."""
         return self.probe_client if self.probe_client is not None else self.client
 
-    async def effect_shown_after(self, event_id: str) -> float | None:
-        """Seconds until ``event_id``'s effect showed, read again for up to a second (``None``:
-        it did not): what a failure's report says (:mod:`conformance.harnesses.settling`)."""
-        return await shown_after(self._probe_reader(event_id), at_least=1)
+    async def effect_shown_after(self, event_id: str, at_least: int = 1) -> float | None:
+        """Seconds until ``event_id`` showed ``at_least`` effects, read again for up to a second
+        (``None``: they did not, or the run stopped following failures whose effects never
+        show): what a failure's report says (:mod:`conformance.harnesses.settling`)."""
+        if not self.effect_lag.worth_following():
+            return None
+        later = await shown_after(self._probe_reader(event_id), at_least=at_least)
+        if later is None:
+            self.effect_lag.unshown += 1
+        return later
 
     async def read_probe(
         self, event_id: str, *, at_least: int = 0, confirm: bool = False

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import CATALOGUE
+from conformance.causes import EFFECT_AFTER_ANSWER, group_by_cause
 from conformance.model import Harness, Severity
 from conformance.results import Outcome, ScenarioResult
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET
@@ -196,10 +197,15 @@ def test_a_queued_receiver_needs_settle_and_then_its_late_effects_are_read(
     """Its probe says committed with no effect at the 2xx. By default (the probe contract) that
     is a 2xx before the commit, and the failure says the effect showed later; with --settle the
     effect is read when it shows, and the results say they waited."""
-    strict = _check(flask_server, "std-queued", select=("response.ack-after-commit",), settle=0)
+    strict = _check(flask_server, "std-queued", settle=0)
     failure = strict["response.ack-after-commit"].failures[0]
     assert "committed, 0 effect(s)" in failure.observed
     assert "ms later: it is applied after the answer" in failure.observed
+    # every failure of the run is that one cause, and the report leads with it
+    failed = {sid for sid, r in strict.items() if r.outcome is Outcome.FAILED}
+    assert len(failed) >= 10
+    leading = group_by_cause(strict.values())[0]
+    assert (leading.key, set(leading.scenarios)) == (EFFECT_AFTER_ANSWER, failed)
     selected = ("response.ack-after-commit", "idempotency.sequential-duplicate")
     results = _check(flask_server, "std-queued", select=selected)
     assert {sid: r.outcome for sid, r in results.items()} == dict.fromkeys(selected, Outcome.PASSED)

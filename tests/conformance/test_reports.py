@@ -114,6 +114,17 @@ def test_failures_are_grouped_by_their_likely_cause_most_first() -> None:
     assert causes[1].line.endswith(" — 1 scenario")
 
 
+def test_effects_applied_after_the_answer_lead_however_few() -> None:
+    results = [
+        _result("idempotency.sequential-duplicate", _failure()),
+        _result("idempotency.late-duplicate", _failure()),
+        _result("response.ack-after-commit", _failure(cause="effect-after-answer")),
+    ]
+    causes = group_by_cause(results)
+    assert [c.key for c in causes] == ["effect-after-answer", "dedupe"]
+    assert "--settle" in causes[0].fix
+
+
 FOLDED = (
     "signature.valid",
     "signature.rotation",
