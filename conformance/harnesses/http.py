@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 import httpx
 
-from conformance.checks import Unjudged
 from conformance.exceptions import HarnessError
 from conformance.harnesses.exchanges import seconds_text
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
@@ -110,10 +109,8 @@ class WireHarness:
                     await SENDER_ACTIONS[step.action](driver, step.args)
             for expectation in scenario.expectations_of(Side.RECEIVER):
                 verdict = await judge(run, scenario, expectation)  # graded (#9 §2)
-                if isinstance(verdict, Failure):
+                if isinstance(verdict, Failure):  # Unjudged: observed_by says how it was judged
                     failures.append(verdict)
-                elif isinstance(verdict, Unjudged):
-                    run.notes.append(verdict.reason)
         except HarnessError as error:
             return result(Outcome.ERROR, message=str(error))
         except Exception as error:  # a runner problem becomes an error outcome, never a crash

@@ -2,8 +2,8 @@
 
 :class:`WireOptions` is what a harness knows about the endpoint and the run; :class:`WireRun` is
 one scenario's state under it — the events it made up (id and body), every exchange recorded (the
-runner's own requests and the sender simulator's), the notes for the report and the values to
-redact — plus the signing and sending of one request. The HTTP harness
+runner's own requests and the sender simulator's), the remarks its result makes and the values
+to redact — plus the signing and sending of one request. The HTTP harness
 (:mod:`conformance.harnesses.http`) and the simulated one (:mod:`conformance.harnesses.simulated`)
 both build a ``WireRun``; the checks (:mod:`conformance.checks`, :mod:`conformance.sender_checks`)
 only read it.
@@ -124,7 +124,6 @@ class WireRun:
     scenario_id: str
     events: dict[str, EventOnWire] = field(default_factory=dict)
     exchanges: dict[str, list[Exchange]] = field(default_factory=dict)
-    notes: list[str] = field(default_factory=list)
     driver: SenderDriver | None = None
     sensitive: set[str] = field(default_factory=set)
     probe_client: httpx.AsyncClient | None = None

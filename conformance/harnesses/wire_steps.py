@@ -125,7 +125,6 @@ async def _wait(run: WireRun, args: Mapping[str, Any]) -> None:
     patience = run.options.patience
     if patience > 0:
         await asyncio.sleep(patience)  # real time: what a dedupe record must outlast
-    run.notes.append(f"waited {patience:g} s of real time (--patience)")
 
 
 @action("deliver_sized")
@@ -199,4 +198,3 @@ async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
 @action("script")
 async def _script(run: WireRun, args: Mapping[str, Any]) -> None:
     """Scripts only the S harness's stand-in receiver; a real receiver answers for itself."""
-    run.notes.append("the receiver under test answers for itself (script ignored)")
