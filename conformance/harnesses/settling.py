@@ -34,15 +34,13 @@ FIRST_PAUSE_S = 0.005
 LONGEST_PAUSE_S = 0.1
 DIAGNOSIS_S = 1.0
 """How long a failed reading is followed to say whether its effect showed later."""
+DIAGNOSES_UNSHOWN = 2
+"""After this many followed failures whose effect never showed, the run stops following them: the
+receiver loses effects, it does not apply them late (each following costs ``DIAGNOSIS_S``)."""
 WATCH_LAGS = 3
 """The confirming reading waits this many times the run's longest lag …"""
 SHORTEST_WATCH_S = 0.1
 """… and at least this long (a queue polled now and then lags by a varying part of its period)."""
-
-
-DIAGNOSES_UNSHOWN = 2
-"""After this many followed failures whose effect never showed, the run stops following them: the
-receiver loses effects, it does not apply them late (each following costs ``DIAGNOSIS_S``)."""
 
 
 class EffectLag:
@@ -56,10 +54,6 @@ class EffectLag:
 
     def saw(self, lag_s: float) -> None:
         self.longest_s = max(self.longest_s, lag_s)
-
-    def worth_following(self) -> bool:
-        """Whether another failed reading is worth following (:func:`shown_after`)."""
-        return self.unshown < DIAGNOSES_UNSHOWN
 
 
 async def settled_reading(
@@ -86,7 +80,7 @@ async def settled_reading(
         left = deadline - time.monotonic()
         if left <= 0:
             return snapshot  # never showed: judged as read
-        await asyncio.sleep(min(pause, left))  # real time: an effect applied after the answer
+        await asyncio.sleep(min(pause, left))  # real-time: an effect applied after the answer
         pause = min(pause * 2, LONGEST_PAUSE_S)
         snapshot = await read()
         waited = True
@@ -102,7 +96,7 @@ async def settled_reading(
         )
     if confirm and lag.longest_s > 0:
         watch = min(max(WATCH_LAGS * lag.longest_s, SHORTEST_WATCH_S), settle_s)
-        await asyncio.sleep(watch)  # real time: a second effect would lag as the first did
+        await asyncio.sleep(watch)  # real-time: a second effect would lag as the first did
         snapshot = await read()
         remarks.setdefault(
             "confirmed",
@@ -112,14 +106,22 @@ async def settled_reading(
 
 
 async def shown_after(
-    read: Callable[[], Awaitable[ProbeSnapshot]], *, at_least: int, within_s: float = DIAGNOSIS_S
+    read: Callable[[], Awaitable[ProbeSnapshot]],
+    *,
+    at_least: int,
+    lag: EffectLag,
+    within_s: float = DIAGNOSIS_S,
 ) -> float | None:
     """Seconds until a committed event shows ``at_least`` effects, reading the probe again for up
-    to ``within_s`` (``None``: they did not show). Says what a failure was, never judges it."""
+    to ``within_s`` (``None``: they did not show, or ``lag`` counts ``DIAGNOSES_UNSHOWN`` such
+    followings already). Says what a failure was, never judges it."""
+    if lag.unshown >= DIAGNOSES_UNSHOWN:
+        return None
     started = time.monotonic()
     later = await settled_reading(
         read, at_least=at_least, confirm=False, settle_s=within_s, lag=EffectLag(), remarks={}
     )
     if later.status != "committed" or later.effects < at_least:
+        lag.unshown += 1
         return None
     return time.monotonic() - started

@@ -154,12 +154,9 @@ class WireRun:
         """Seconds until ``event_id`` showed ``at_least`` effects, read again for up to a second
         (``None``: they did not, or the run stopped following failures whose effects never
         show): what a failure's report says (:mod:`conformance.harnesses.settling`)."""
-        if not self.effect_lag.worth_following():
-            return None
-        later = await shown_after(self._probe_reader(event_id), at_least=at_least)
-        if later is None:
-            self.effect_lag.unshown += 1
-        return later
+        return await shown_after(
+            self._probe_reader(event_id), at_least=at_least, lag=self.effect_lag
+        )
 
     async def read_probe(
         self, event_id: str, *, at_least: int = 0, confirm: bool = False
@@ -168,11 +165,8 @@ class WireRun:
         (up to ``--settle``) until it shows that many effects; ``confirm``: a reading that must
         not show more is taken once more when this run's effects are known to lag its answers
         (:mod:`conformance.harnesses.settling`)."""
-        read = self._probe_reader(event_id)
-        if not at_least and not confirm:
-            return await read()
         return await settled_reading(
-            read,
+            self._probe_reader(event_id),
             at_least=at_least,
             confirm=confirm,
             settle_s=self.options.settle,

@@ -87,8 +87,8 @@ def test_a_receiver_whose_effects_show_at_once_is_not_confirmed() -> None:
 
 def test_shown_after_says_how_late_an_effect_showed_or_that_it_did_not() -> None:
     late, _ = _probe(("committed", 0), ("committed", 1))
-    seconds = asyncio.run(shown_after(late, at_least=1, within_s=0.5))
+    seconds = asyncio.run(shown_after(late, at_least=1, lag=EffectLag(), within_s=0.5))
     assert seconds is not None
     assert 0 < seconds < 0.5
     never, _ = _probe(("committed", 0))
-    assert asyncio.run(shown_after(never, at_least=1, within_s=0.05)) is None
+    assert asyncio.run(shown_after(never, at_least=1, lag=EffectLag(), within_s=0.05)) is None

@@ -589,7 +589,7 @@ QUEUED: list[Queued] = [Queued(), QueuedEveryCopy(), QueuedInMemory()]
 def work_queues() -> None:
     """The queued variants' worker: every ``QUEUE_POLL_SECONDS``, work off each one's jobs."""
     while True:
-        time.sleep(QUEUE_POLL_SECONDS)  # real time: a worker polling its queue
+        time.sleep(QUEUE_POLL_SECONDS)  # real-time: a worker polling its queue
         for receiver in QUEUED:
             try:
                 receiver.work_off()
