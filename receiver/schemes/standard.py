@@ -40,7 +40,7 @@ from receiver.schemes.base import (
     check_window,
     compare,
     hmac_digest,
-    new_object,
+    new_tuple,
     parse_timestamp,
     placed,
     prepare,
@@ -57,7 +57,7 @@ likely a secret cut short in a copy and paste than one a platform made."""
 
 _a2b_base64 = a2b_base64
 _compare = compare
-_new_object = new_object
+_new_tuple = new_tuple
 _prepared = prepared
 _prepare = prepare
 
@@ -133,7 +133,8 @@ def _verifier(scheme: str, prefix: str) -> Verify:
         if not now - tolerance - 1 < timestamp <= now + tolerance:
             check_window(timestamp, now, tolerance)
         head = line.encode("ascii")
-        for index, key in enumerate(keys):
+        index = 0
+        for key in keys:
             inner_state, outer_state = _prepared.get(key) or _prepare(key)
             inner = inner_state.copy()
             inner.update(head)
@@ -143,14 +144,11 @@ def _verifier(scheme: str, prefix: str) -> Verify:
             expected = outer.digest()
             for candidate in candidates:
                 if _compare(expected, candidate):
-                    message = _new_object(VerifiedMessage)  # = verified(...), inlined
-                    fields = message.__dict__
-                    fields["event_id"] = event_id
-                    fields["body"] = body
-                    fields["scheme"] = scheme
-                    fields["timestamp"] = timestamp
-                    fields["secret_index"] = index
-                    return message
+                    # = verified(...), inlined
+                    return _new_tuple(
+                        VerifiedMessage, (event_id, body, scheme, timestamp, index, None)
+                    )
+            index += 1  # noqa: SIM113 - enumerate() costs a tuple per key on the hot path
         raise SignatureMismatch("no signature matches an active secret")
 
     return verify

@@ -101,9 +101,8 @@ class StripeStyle(SchemeBase):
         check_window(timestamp, now, tolerance)
         index = match(keys, f"{raw_ts[0]}.".encode("ascii"), body, candidates)
         payload = parse_leniently(body)  # the one parse: the middleware's I-JSON check reuses it
-        message = verified(_body_event_id(payload.document), body, self.name, timestamp, index)
-        message.__dict__["payload"] = payload
-        return message
+        event_id = _body_event_id(payload.document)
+        return verified(event_id, body, self.name, timestamp, index, payload)
 
     def event_id(self, headers: Mapping[str, str], body: bytes) -> str:
         """The body's top-level ``"id"`` when it is a string, else ``""``."""

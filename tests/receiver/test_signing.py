@@ -106,6 +106,28 @@ def test_stripe_style_matches_an_independent_computation() -> None:
     assert (message.event_id, message.timestamp) == ("evt_1", NOW)
 
 
+def test_a_verified_message_is_immutable_named_and_keeps_the_parse_out_of_its_repr() -> None:
+    body = stripe_body("evt_repr")
+    verifier = Verifier([Secret(STRIPE_SECRET)], scheme=STRIPE)
+    message = verifier.verify(body, verifier.sign(body, event_id="", timestamp=NOW), now=NOW)
+    assert (message.event_id, message.body, message.scheme) == ("evt_repr", body, "stripe")
+    assert (message.timestamp, message.secret_index) == (NOW, 0)
+    assert message.payload is not None
+    assert message.json() == json.loads(body)
+    with pytest.raises(AttributeError):
+        message.event_id = "evt_other"  # type: ignore[misc]
+    assert "payload" not in repr(message)
+    assert repr(message).startswith("VerifiedMessage(")
+    standard = Verifier([standard_secret()])
+    headers = standard.sign(b"{}", event_id="msg_1", timestamp=NOW)
+    plain = standard.verify(b"{}", headers, now=NOW)
+    assert plain == VerifiedMessage("msg_1", b"{}", "standard", NOW, 0)
+    assert plain.payload is None
+    assert plain.json() == {}
+    assert plain._replace(secret_index=1).secret_index == 1  # a copy; the original is unchanged
+    assert plain.secret_index == 0
+
+
 # -- helpers --------------------------------------------------------------------------------------
 
 
