@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from conformance.exceptions import HarnessError, UsageError
+from sender_sim.sender_client import sender_client
 
 __all__ = ["app_client", "import_app", "lifespan"]
 
@@ -80,5 +81,5 @@ async def app_client(
     """An ``httpx.AsyncClient`` bound to ``app`` in process, inside its lifespan."""
     async with lifespan(app):
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
-        async with httpx.AsyncClient(transport=transport, base_url=base_url) as client:
+        async with sender_client(transport=transport, base_url=base_url) as client:
             yield client

@@ -28,6 +28,7 @@ from conformance.reachability import wait_until_answering
 from conformance.reporters import Reporter
 from conformance.results import Summary
 from receiver.signing import Secret
+from sender_sim.sender_client import sender_client
 
 __all__ = [
     "SENDER_SIDE_TARGET",
@@ -107,7 +108,7 @@ async def url_client(
     )
     target = url if url is not None else settings.url or ""
     tls: ssl.SSLContext | bool = _verified_tls() if target.startswith("https://") else False
-    async with httpx.AsyncClient(limits=limits, timeout=settings.timeout, verify=tls) as client:
+    async with sender_client(limits=limits, timeout=settings.timeout, verify=tls) as client:
         yield client
 
 

@@ -77,6 +77,7 @@ from sender_sim.redrive import (
     renewal_problems,
 )
 from sender_sim.resend import ResendPlan, ResendResult, plan_resend
+from sender_sim.sender_client import sender_client
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.transitions import Step, new_delivery, redrive
 from sender_sim.wire import WireStamps
@@ -203,7 +204,7 @@ class Simulator:
     @property
     def client(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient()
+            self._client = sender_client()
         return self._client
 
     async def aclose(self) -> None:

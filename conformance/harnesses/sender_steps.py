@@ -48,6 +48,7 @@ from sender_sim import (
     policy_named,
 )
 from sender_sim import Simulator as _Simulator
+from sender_sim.sender_client import sender_client
 
 __all__ = [
     "DEFAULT_START",
@@ -254,7 +255,7 @@ class SenderDriver:
             store,
             clock=self.clock,
             policy=compile_policy(policy_args, self.timeout_s),
-            client=httpx.AsyncClient(transport=self.transport),
+            client=sender_client(transport=self.transport),
             seed=self.seed,
             faults=FaultPlan(tuple(faults), self.seed),
             wire_clock=self.clock if self.virtual_wire_clock else FreshWireClock(),

@@ -12,8 +12,6 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-import httpx
-
 from conformance.exceptions import HarnessError
 from conformance.harnesses.scripted_receiver import ScriptedReceiver
 from conformance.harnesses.sender_steps import SENDER_ACTIONS, RecordingTransport, SenderDriver
@@ -23,6 +21,7 @@ from conformance.model import Harness, Scenario, Side
 from conformance.payloads import PayloadFactory
 from conformance.results import Failure, Outcome, ScenarioResult
 from receiver.signing import SCHEMES, Secret
+from sender_sim.sender_client import sender_client
 
 __all__ = ["SCRIPTED_URL", "S_ACTIONS", "SenderHarness"]
 
@@ -64,7 +63,7 @@ class SenderHarness:
 
         receiver = ScriptedReceiver()
         failures: list[Failure] = []
-        async with httpx.AsyncClient(transport=receiver.transport()) as scripted:
+        async with sender_client(transport=receiver.transport()) as scripted:
             run = WireRun(
                 self.options,
                 scripted,

@@ -41,6 +41,7 @@ from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.explain import SENTENCES
 from sender_sim.records import LedgerRow, State, format_duration, from_us, rfc3339
+from sender_sim.sender_client import sender_client
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
 from sender_sim.worker import Worker
@@ -86,7 +87,7 @@ async def delivery_client() -> AsyncIterator[httpx.AsyncClient]:
     1, that makes attempt 1 late, and since each retry is due a delay after the previous
     attempt's *due* time, the retry then looks early from outside (check-sender's demo failed
     ``sender.*`` delays that way)."""
-    async with httpx.AsyncClient() as client:
+    async with sender_client() as client:
         anyio.Event()  # what httpcore's first request would set up
         yield client
 
