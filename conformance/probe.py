@@ -13,6 +13,7 @@ contract is then one :class:`~conformance.exceptions.ProbeUnusable`, not an erro
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 from urllib.parse import quote
 
@@ -20,6 +21,7 @@ import httpx
 
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError, ProbeUnusable
+from conformance.extra_headers import is_credential
 
 __all__ = ["Probe", "ProbeSnapshot"]
 
@@ -45,13 +47,29 @@ class Probe:
 
     prefix: str
     token: str
+    extra_headers: tuple[tuple[str, str], ...] = ()
+    """The run's ``--header`` pairs, sent with every read too: a gateway in front of the
+    endpoint usually stands in front of its probe (an API key, a tenant header). An
+    ``Authorization`` among them is not: the probe's carries its bearer token."""
+
+    @property
+    def headers(self) -> dict[str, str]:
+        """What every read sends: the extra headers, then the bearer token."""
+        return dict(self._fields(self.token))
+
+    def _fields(self, token: str) -> list[tuple[str, str]]:
+        kept = [(n, v) for n, v in self.extra_headers if n.lower() != "authorization"]
+        return [*kept, ("Authorization", f"Bearer {token}")]
 
     def url(self, event_id: str) -> str:
         return f"{self.prefix.rstrip('/')}/{quote(event_id, safe='')}"
 
     def curl(self, event_id: str, *, show_secrets: bool) -> str:
-        token = self.token if show_secrets else "<redacted>"
-        return f"curl -sS -H 'Authorization: Bearer {token}' '{self.url(event_id)}'"
+        options = []
+        for name, value in self._fields(self.token if show_secrets else "<redacted>"):
+            hidden = not show_secrets and is_credential(name) and name != "Authorization"
+            options.append(f"-H {shlex.quote(f'{name}: ' + ('<redacted>' if hidden else value))}")
+        return f"curl -sS {' '.join(options)} {shlex.quote(self.url(event_id))}"
 
     async def read(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> ProbeSnapshot:
         """What the probe says about ``event_id`` (a :class:`HarnessError` when it cannot say)."""
@@ -84,7 +102,7 @@ class Probe:
                 raise ProbeUnusable(f"{where} answered 200 without a JSON object (probe contract)")
 
     async def _get(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> httpx.Response:
-        headers = {"authorization": f"Bearer {self.token}"}
+        headers = self.headers
         for last_try in (False, True):
             try:
                 return await request_within(

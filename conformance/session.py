@@ -54,7 +54,7 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
     payloads = PayloadFactory(template, id_in_body=scheme.id_in_body)
     payloads.body("evt_template_check")
     probe = (
-        Probe(settings.probe, settings.probe_token)
+        Probe(settings.probe, settings.probe_token, settings.headers)
         if settings.probe and settings.probe_token
         else None
     )
