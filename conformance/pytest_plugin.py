@@ -80,6 +80,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DURATION",
         help="Each exchange's total deadline: seconds, or 250ms, 30s (default 5).",
     )
+    group.addoption(
+        "--hookproof-settle",
+        default=None,
+        metavar="DURATION",
+        help="How long an effect may lag its 2xx (a durable queue): 2s, 500ms (default 0).",
+    )
     group.addoption("--hookproof-config", default=None, metavar="FILE")
     group.addoption("--hookproof-show-secrets", action="store_true", default=None)
 
@@ -124,12 +130,16 @@ class _Session:
 
         option = self.config.getoption
         file_values = load_config(option("hookproof_config"), cwd=self.config.rootpath)
-        timeout = option("hookproof_timeout")
-        if timeout is not None:
+
+        def seconds(name: str) -> float | None:
+            text = option(name)
+            if text is None:
+                return None
             try:
-                timeout = parse_seconds(timeout)
+                return parse_seconds(text)
             except ValueError as error:
-                raise UsageError(f"--hookproof-timeout: {error}") from None
+                raise UsageError(f"--{name.replace('_', '-')}: {error}") from None
+
         settings = (
             CheckSettings()
             .merged(file_values)
@@ -144,7 +154,8 @@ class _Session:
                     "probe_token": option("hookproof_probe_token"),
                     "select": tuple(option("hookproof_select")),
                     "deselect": tuple(option("hookproof_deselect")),
-                    "timeout": timeout,
+                    "timeout": seconds("hookproof_timeout"),
+                    "settle": seconds("hookproof_settle"),
                     "show_secrets": option("hookproof_show_secrets"),
                 }
             )

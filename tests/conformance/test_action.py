@@ -76,6 +76,7 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
         "INPUT_WAIT": "30",
         "INPUT_MAX_TIME": "600",
         "INPUT_SEED": "",
+        "INPUT_SETTLE": "2s",
         "HOOKPROOF_HEADERS": "X-Api-Key: k-123\n\nX-Tenant: acme corp\n",
         "INPUT_ARGS": "--timeout 3 --verbose",
         "REPORT_DIR": str(tmp_path / "reports"),
@@ -93,6 +94,7 @@ def test_the_run_script_builds_the_command_and_keeps_secrets_off_it(tmp_path: Pa
         "--select signature --select idempotency.*",
         "--max-time 600",
         "--wait-for-endpoint 30",
+        "--settle 2s",
         "--timeout 3 --verbose",
         f"--json {tmp_path / 'reports' / 'report.json'}",
     ):

@@ -195,17 +195,30 @@ def test_a_secret_that_is_not_whsec_is_one_warning_before_the_run(apps: pytest.P
     assert "whsec_" in warnings[0]
 
 
-def test_the_timeout_takes_a_duration_and_a_bad_one_is_one_usage_error(
-    apps: pytest.Pytester,
+@pytest.mark.parametrize("option", ["--hookproof-timeout", "--hookproof-settle"])
+def test_a_duration_option_takes_a_duration_and_a_bad_one_is_one_usage_error(
+    apps: pytest.Pytester, option: str
 ) -> None:
     apps.makepyfile(conftest="import partner_apps\napp = partner_apps.reference()\n")
     base = ["-p", "no:cacheprovider", "--hookproof-app", "conftest:app", "--hookproof-secret"]
     chosen = ["--hookproof-select", "signature.valid"]
-    good = apps.runpytest_inprocess(*base, SECRET, *chosen, "--hookproof-timeout", "2500ms")
+    good = apps.runpytest_inprocess(*base, SECRET, *chosen, option, "2500ms")
     good.assert_outcomes(passed=1)
-    bad = apps.runpytest_inprocess(*base, SECRET, *chosen, "--hookproof-timeout", "soon")
+    bad = apps.runpytest_inprocess(*base, SECRET, *chosen, option, "soon")
     assert bad.ret == pytest.ExitCode.USAGE_ERROR
-    assert "--hookproof-timeout: 'soon' is not a duration" in bad.stderr.str()
+    assert f"{option}: 'soon' is not a duration" in bad.stderr.str()
+
+
+def test_the_settle_option_reaches_the_runs_settings(pytester: pytest.Pytester) -> None:
+    from conformance.pytest_plugin import _Session
+
+    config = pytester.parseconfig(
+        "--hookproof-url", "http://127.0.0.1:9/webhooks", "--hookproof-secret", SECRET,
+        "--hookproof-settle", "1.5s",
+    )  # fmt: skip
+    assert _Session(config).settings().settle == 1.5
+    config = pytester.parseconfig("--hookproof-url", "http://x/", "--hookproof-secret", SECRET)
+    assert _Session(config).settings().settle == 0
 
 
 def test_the_scheme_help_written_by_hand_names_every_scheme() -> None:
