@@ -208,6 +208,9 @@ class VerifiedMessage(NamedTuple):
             return self.payload.document
         return parse_json(self.body)
 
+    def __hash__(self) -> int:
+        return hash(self[:5])  # the parse may hold a dict (unhashable): the fields decide
+
     def __repr__(self) -> str:
         return (
             f"VerifiedMessage(event_id={self.event_id!r}, body={self.body!r}, "

@@ -117,6 +117,7 @@ def test_a_verified_message_is_immutable_named_and_keeps_the_parse_out_of_its_re
     with pytest.raises(AttributeError):
         message.event_id = "evt_other"  # type: ignore[misc]
     assert "payload" not in repr(message)
+    assert hash(message) == hash(message._replace(payload=None))  # the parse holds a dict
     assert repr(message).startswith("VerifiedMessage(")
     standard = Verifier([standard_secret()])
     headers = standard.sign(b"{}", event_id="msg_1", timestamp=NOW)
