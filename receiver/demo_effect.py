@@ -4,7 +4,8 @@ The effect is a row in ``hookproof_renewal_reminders`` (``event_id``, ``renewal_
 ``event_type``): deliberately WITHOUT a unique key, so applying an event twice shows up as two rows
 and tests (and the probe's ``effects``) can see it. Three stores, one per inbox backend:
 
-* :class:`MemoryReminders` — a list in the :class:`~receiver.inbox.memory.MemoryInbox` ``store``;
+* :class:`MemoryReminders` — a list per event in the
+  :class:`~receiver.inbox.memory.MemoryInbox` ``store``;
 * :class:`SqliteReminders` — a table in the inbox's own SQLite file;
 * :class:`PostgresReminders` — a table next to the PostgreSQL inbox (same schema).
 
@@ -71,19 +72,26 @@ class Reminders(Protocol):
 
 
 class MemoryReminders:
-    """Reminders as dicts in a MemoryInbox ``store`` under ``TABLE``."""
+    """Reminders as dicts in a MemoryInbox ``store``, one list per event under
+    :meth:`key` (so that a commit touches its own event's rows, not every reminder kept)."""
 
     def __init__(self, inbox: MemoryInbox) -> None:
         self.inbox = inbox
+
+    @staticmethod
+    def key(event_id: str) -> str:
+        """Where ``event_id``'s reminders sit in the store."""
+        return f"{TABLE}/{event_id}"
 
     async def prepare(self) -> None:
         return None
 
     def work(self, event_id: str, renewal_id: str | None, event_type: str) -> TransactionalWork:
         row = {"event_id": event_id, "renewal_id": renewal_id, "event_type": event_type}
+        key = self.key(event_id)
 
         def record(store: Any) -> None:
-            store.setdefault(TABLE, []).append(row)
+            store.setdefault(key, []).append(row)
 
         return record
 
@@ -91,8 +99,7 @@ class MemoryReminders:
         self.work(event_id, renewal_id, event_type)(self.inbox.store)
 
     async def count(self, event_id: str) -> int:
-        rows = self.inbox.store.get(TABLE, [])
-        return sum(1 for row in rows if row["event_id"] == event_id)
+        return len(self.inbox.store.get(self.key(event_id), ()))
 
 
 def _sqlite_connect(path: str) -> sqlite3.Connection:

@@ -1,15 +1,20 @@
 """The in-memory inbox: the contract's reference twin, with no durability at all.
 
 It is what the agreement state machine compares every durable backend against, and a quick inbox
-for tests. Its transaction handle (what transactional work receives) is the inbox's own ``store``,
-a plain ``dict`` that the work may write to; a failing work leaves nothing behind.
+for tests (``hookproof receiver --db :memory:``). Its transaction handle (what transactional work
+receives) is a :class:`StoreTransaction`: a mutable mapping over the inbox's ``store`` (a plain
+``dict``) that copies a top-level value the first time the work touches it and writes its changes
+into the store only when the commit succeeds. A failing work leaves nothing behind, readers never
+see a commit half-done, and a commit costs what its work touches, not the size of the store (a
+copy of the whole store per commit made a long-running ``:memory:`` receiver slower with every
+event it kept).
 """
 
 from __future__ import annotations
 
 import asyncio
 import copy
-from collections.abc import Sequence
+from collections.abc import Iterator, MutableMapping, Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -27,7 +32,64 @@ from receiver.inbox.contract import (
     utc_now,
 )
 
-__all__ = ["MemoryInbox"]
+__all__ = ["MemoryInbox", "StoreTransaction"]
+
+_DELETED: Any = object()
+
+
+class StoreTransaction(MutableMapping[str, Any]):
+    """The store as one commit's work sees it: ``store`` with this commit's changes on top.
+
+    A top-level value is deep-copied into the transaction the first time it is read or written
+    (the work may then change it in place), a deletion is remembered, and :meth:`apply` writes
+    all of it into ``store`` at once. Until then ``store`` is untouched.
+    """
+
+    def __init__(self, store: dict[str, Any]) -> None:
+        self._store = store
+        self._changed: dict[str, Any] = {}
+
+    def __getitem__(self, key: str) -> Any:
+        if key in self._changed:
+            value = self._changed[key]
+            if value is _DELETED:
+                raise KeyError(key)
+            return value
+        value = copy.deepcopy(self._store[key])  # KeyError when the store has no such key
+        self._changed[key] = value
+        return value
+
+    def __setitem__(self, key: str, value: Any) -> None:
+        self._changed[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        if key not in self:
+            raise KeyError(key)
+        self._changed[key] = _DELETED
+
+    def __contains__(self, key: object) -> bool:
+        if key in self._changed:
+            return self._changed[key] is not _DELETED
+        return key in self._store
+
+    def __iter__(self) -> Iterator[str]:
+        for key in self._store:
+            if self._changed.get(key) is not _DELETED:
+                yield key
+        for key, value in self._changed.items():
+            if key not in self._store and value is not _DELETED:
+                yield key
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self)
+
+    def apply(self) -> None:
+        """Write this transaction's changes into the store."""
+        for key, value in self._changed.items():
+            if value is _DELETED:
+                self._store.pop(key, None)
+            else:
+                self._store[key] = value
 
 
 class MemoryInbox(Inbox):
@@ -39,7 +101,8 @@ class MemoryInbox(Inbox):
         self._records: dict[str, InboxRecord] = {}
         self._lock = asyncio.Lock()
         self.store: dict[str, Any] = {}
-        """What transactional work writes to; kept only when the commit succeeds."""
+        """What transactional work writes to (through a :class:`StoreTransaction`); changed only
+        when the commit succeeds."""
 
     async def claim(self, event_id: str) -> Claim:
         async with self._lock:
@@ -93,12 +156,12 @@ class MemoryInbox(Inbox):
                 return False
             if record.token != token:
                 return False
-            scratch = copy.deepcopy(self.store)
+            transaction = StoreTransaction(self.store)
             for item in work:
-                result = item(scratch)
+                result = item(transaction)
                 if asyncio.iscoroutine(result):
                     await result
-            self.store = scratch
+            transaction.apply()
             self._records[event_id] = replace(
                 record,
                 state=RecordState.COMMITTED,

@@ -82,9 +82,11 @@ def test_transactional_reminder_is_written_through_the_inbox_transaction() -> No
     app = create_app(_settings(":memory:"), clock=_clock, inbox=inbox)
     body = _event()
     run(_serving(app, lambda http: _deliver(http, "evt_tx", body)))
-    assert inbox.store[TABLE] == [
-        {"event_id": "evt_tx", "renewal_id": "ren_18427", "event_type": "renewal.reminder_due"}
-    ]
+    assert inbox.store == {
+        f"{TABLE}/evt_tx": [
+            {"event_id": "evt_tx", "renewal_id": "ren_18427", "event_type": "renewal.reminder_due"}
+        ]
+    }
 
 
 def test_demo_gone_is_410_stored_and_repeated() -> None:
