@@ -9,6 +9,7 @@ all attempts of one event carry the same bytes.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,14 @@ from typing import Any
 from conformance.exceptions import UsageError
 from conformance.harnesses.signed_requests import unusual_json
 
-__all__ = ["DEFAULT_TEMPLATE", "UTF8_TEXT", "PayloadFactory", "load_template"]
+__all__ = [
+    "DEFAULT_TEMPLATE",
+    "STRIPE_EVENT_TEMPLATE",
+    "UTF8_TEXT",
+    "PayloadFactory",
+    "default_template",
+    "load_template",
+]
 
 DEFAULT_TEMPLATE = (
     '{"type":"hookproof.conformance.ping","timestamp":"{{occurred_at}}",'
@@ -24,6 +32,28 @@ DEFAULT_TEMPLATE = (
     '"note":"a generic event a conformant receiver acknowledges"}}'
 )
 """The generic event type a conformant receiver must acknowledge (2xx) and apply once."""
+
+STRIPE_EVENT_TEMPLATE = (
+    '{"object":"event","api_version":"2024-06-20","created":{{created}},'
+    '"type":"hookproof.conformance.ping","livemode":false,"pending_webhooks":1,'
+    '"request":{"id":null,"idempotency_key":null},'
+    '"data":{"object":{"object":"hookproof.conformance.ping","reference":"{{event_id}}",'
+    '"note":"a generic event a conformant receiver acknowledges"}}}'
+)
+"""The generic event as a Stripe ``Event`` object (the top-level ``"id"`` is the event id): a
+receiver written against Stripe's SDK may read ``event.data.object`` of any event it gets, as it
+may of every event Stripe sends."""
+
+DEFAULT_TEMPLATES: Mapping[str, str] = {"stripe": STRIPE_EVENT_TEMPLATE}
+"""The default template of a scheme whose events have a shape of their own; others take
+:data:`DEFAULT_TEMPLATE` (the Standard Webhooks payload structure: ``type``, ``timestamp``,
+``data``)."""
+
+
+def default_template(scheme: str) -> str:
+    """The template a run of ``scheme`` sends when no ``--event-template`` is given."""
+    return DEFAULT_TEMPLATES.get(scheme, DEFAULT_TEMPLATE)
+
 
 UTF8_TEXT = "Grüße aus Köln — naïve café, 日本語, emoji 🎉"
 """Non-ASCII text sent as raw UTF-8 (never ``\\u`` escaped) in the ``utf8`` body variant."""
@@ -48,10 +78,14 @@ class PayloadFactory:
     template: str = DEFAULT_TEMPLATE
     id_in_body: bool = False
     occurred_at: str = "2026-01-01T00:00:00.000000Z"
+    created: int = 1767225600
+    """``{{created}}``: ``occurred_at`` in Unix seconds (Stripe's ``created``)."""
 
     def _document(self, event_id: str) -> tuple[str, Any]:
-        text = self.template.replace("{{event_id}}", event_id).replace(
-            "{{occurred_at}}", self.occurred_at
+        text = (
+            self.template.replace("{{event_id}}", event_id)
+            .replace("{{occurred_at}}", self.occurred_at)
+            .replace("{{created}}", str(self.created))
         )
         try:
             document = json.loads(text)

@@ -22,7 +22,7 @@ from conformance.harnesses.http import WireHarness
 from conformance.harnesses.signed_requests import WireScheme
 from conformance.harnesses.state import WireOptions
 from conformance.model import Harness, Scenario
-from conformance.payloads import DEFAULT_TEMPLATE, PayloadFactory, load_template
+from conformance.payloads import PayloadFactory, default_template, load_template
 from conformance.probe import Probe
 from conformance.reachability import wait_until_answering
 from conformance.reporters import Reporter
@@ -49,7 +49,9 @@ def wire_options(settings: CheckSettings, *, seed: int, nonce: str | None = None
     assert settings.url is not None
     scheme = WireScheme(settings.scheme, tuple(Secret(s) for s in settings.secrets))
     template = (
-        load_template(settings.event_template) if settings.event_template else DEFAULT_TEMPLATE
+        load_template(settings.event_template)
+        if settings.event_template
+        else default_template(settings.scheme)
     )
     payloads = PayloadFactory(template, id_in_body=scheme.id_in_body)
     payloads.body("evt_template_check")

@@ -24,6 +24,7 @@ from conformance.harnesses.signed_requests import (
     unusual_json,
 )
 from conformance.payloads import PayloadFactory
+from conformance.session import wire_options
 from receiver.signing import Secret
 
 json_values = st.recursive(
@@ -84,6 +85,20 @@ def test_templates_substitute_ids_and_put_the_id_in_the_body_for_stripe() -> Non
     assert same.body("evt_a", reference="evt_x") == same.body("evt_b", reference="evt_x")
     with pytest.raises(UsageError, match="not JSON"):
         PayloadFactory("{nope").body("evt_1")
+
+
+def test_the_stripe_scheme_sends_a_stripe_event_by_default() -> None:
+    settings = CheckSettings(url="http://x/webhooks", secrets=("whsec_dGVzdA==",), scheme="stripe")
+    options = wire_options(settings.validate(), seed=1)
+    document = json.loads(options.payloads.body("evt_9"))
+    assert list(document)[:2] == ["id", "object"]  # the id first, as Stripe renders an Event
+    assert (document["id"], document["object"], document["livemode"]) == ("evt_9", "event", False)
+    assert document["created"] == 1767225600  # occurred_at in Unix seconds
+    assert document["data"]["object"]["reference"] == "evt_9"
+    assert isinstance(document["api_version"], str)
+    standard = wire_options(CheckSettings(url="http://x/", secrets=("whsec_dGVzdA==",)), seed=1)
+    assert json.loads(standard.payloads.body("evt_9"))["type"] == "hookproof.conformance.ping"
+    assert "object" not in json.loads(standard.payloads.body("evt_9"))
 
 
 def test_a_wire_scheme_refuses_an_unusable_secret_without_showing_it() -> None:
