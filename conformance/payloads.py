@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +27,14 @@ __all__ = [
     "load_template",
 ]
 
+_GENERIC_DATA = (
+    '"reference":"{{event_id}}","note":"a generic event a conformant receiver acknowledges"'
+)
+"""The generic event's business data (members of its data object), in both templates."""
+
 DEFAULT_TEMPLATE = (
     '{"type":"hookproof.conformance.ping","timestamp":"{{occurred_at}}",'
-    '"data":{"reference":"{{event_id}}",'
-    '"note":"a generic event a conformant receiver acknowledges"}}'
+    '"data":{' + _GENERIC_DATA + "}}"
 )
 """The generic event type a conformant receiver must acknowledge (2xx) and apply once."""
 
@@ -37,8 +42,7 @@ STRIPE_EVENT_TEMPLATE = (
     '{"object":"event","api_version":"2024-06-20","created":{{created}},'
     '"type":"hookproof.conformance.ping","livemode":false,"pending_webhooks":1,'
     '"request":{"id":null,"idempotency_key":null},'
-    '"data":{"object":{"object":"hookproof.conformance.ping","reference":"{{event_id}}",'
-    '"note":"a generic event a conformant receiver acknowledges"}}}'
+    '"data":{"object":{"object":"hookproof.conformance.ping",' + _GENERIC_DATA + "}}}"
 )
 """The generic event as a Stripe ``Event`` object (the top-level ``"id"`` is the event id): a
 receiver written against Stripe's SDK may read ``event.data.object`` of any event it gets, as it
@@ -78,8 +82,11 @@ class PayloadFactory:
     template: str = DEFAULT_TEMPLATE
     id_in_body: bool = False
     occurred_at: str = "2026-01-01T00:00:00.000000Z"
-    created: int = 1767225600
-    """``{{created}}``: ``occurred_at`` in Unix seconds (Stripe's ``created``)."""
+
+    @property
+    def created(self) -> int:
+        """``{{created}}``: ``occurred_at`` in Unix seconds (Stripe's ``created``)."""
+        return int(datetime.fromisoformat(self.occurred_at).timestamp())
 
     def _document(self, event_id: str) -> tuple[str, Any]:
         text = (
