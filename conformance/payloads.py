@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.exceptions import UsageError
 from conformance.harnesses.signed_requests import unusual_json
+from sender_sim.envelope import stripe_event_document
 
 __all__ = [
     "DEFAULT_TEMPLATE",
@@ -27,26 +28,31 @@ __all__ = [
     "load_template",
 ]
 
-_GENERIC_DATA = (
-    '"reference":"{{event_id}}","note":"a generic event a conformant receiver acknowledges"'
-)
+_PING = "hookproof.conformance.ping"
+_REFERENCE = "{{event_id}}"
+_NOTE = "a generic event a conformant receiver acknowledges"
 """The generic event's business data (members of its data object), in both templates."""
 
 DEFAULT_TEMPLATE = (
-    '{"type":"hookproof.conformance.ping","timestamp":"{{occurred_at}}",'
-    '"data":{' + _GENERIC_DATA + "}}"
+    '{"type":"' + _PING + '","timestamp":"{{occurred_at}}",'
+    '"data":{"reference":"' + _REFERENCE + '","note":"' + _NOTE + '"}}'
 )
 """The generic event type a conformant receiver must acknowledge (2xx) and apply once."""
 
-STRIPE_EVENT_TEMPLATE = (
-    '{"object":"event","api_version":"2024-06-20","created":{{created}},'
-    '"type":"hookproof.conformance.ping","livemode":false,"pending_webhooks":1,'
-    '"request":{"id":null,"idempotency_key":null},'
-    '"data":{"object":{"object":"hookproof.conformance.ping",' + _GENERIC_DATA + "}}}"
-)
-"""The generic event as a Stripe ``Event`` object (the top-level ``"id"`` is the event id): a
-receiver written against Stripe's SDK may read ``event.data.object`` of any event it gets, as it
-may of every event Stripe sends."""
+_CREATED_MARK = -1  # stands for the {{created}} placeholder (a number, so unquoted) below
+STRIPE_EVENT_TEMPLATE = json.dumps(
+    stripe_event_document(
+        event_id=_REFERENCE,
+        event_type=_PING,
+        created=_CREATED_MARK,
+        data_object={"object": _PING, "reference": _REFERENCE, "note": _NOTE},
+    ),
+    separators=(",", ":"),
+).replace(f'"created":{_CREATED_MARK}', '"created":{{created}}')
+"""The generic event as a Stripe ``Event`` object, in the sender simulator's one spelling of
+that shape (:func:`sender_sim.envelope.stripe_event_document`): a receiver written against
+Stripe's SDK may read ``event.data.object`` of any event it gets, as it may of every event
+Stripe sends."""
 
 DEFAULT_TEMPLATES: Mapping[str, str] = {"stripe": STRIPE_EVENT_TEMPLATE}
 """The default template of a scheme whose events have a shape of their own; others take

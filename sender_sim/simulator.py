@@ -34,6 +34,8 @@ from sender_sim.endpoint_config import EndpointConfig
 from sender_sim.endpoints import fan_out, history_entry
 from sender_sim.envelope import (
     ENVELOPE_SCHEMA_VERSION,
+    BodyLayout,
+    body_layout,
     build_body,
     envelope_problem,
     payload_digest,
@@ -102,8 +104,9 @@ class Publication:
     body: bytes | None = None
     delivery_id: str | None = None
     first_attempt_at: datetime | None = None
-    body_has_id: bool = False
-    """Put the event id in the built body whatever the scheme (fan-out to a Stripe endpoint)."""
+    body_layout: BodyLayout | None = None
+    """The layout of the built body (:func:`~sender_sim.envelope.body_layout` of every endpoint
+    the event fans out to); ``None``: the endpoint's scheme decides."""
 
 
 @dataclass(frozen=True)
@@ -486,7 +489,7 @@ class Simulator:
             if status is not None:
                 raw = spec.body
                 if raw is None:
-                    raw = build_body(
+                    raw = build_body(  # no endpoint reads it: the generic layout, with the id
                         event_type=spec.event_type,
                         occurred_at=occurred,
                         data=spec.data or {},
@@ -507,7 +510,7 @@ class Simulator:
                 )
                 plans.append((eid, status, (), 0))
                 continue
-            id_in_body = any(scheme_named(t.scheme).id_in_body for t in targets)
+            layout = body_layout(t.scheme for t in targets)
             publications.extend(
                 Publication(
                     endpoint_id=t.endpoint_id,
@@ -518,7 +521,7 @@ class Simulator:
                     event_id=eid,
                     occurred_at=occurred,
                     body=spec.body,
-                    body_has_id=id_in_body,
+                    body_layout=layout,
                 )
                 for t in targets
             )
@@ -548,11 +551,14 @@ class Simulator:
         eid = p.event_id if p.event_id is not None else self._new_id("evt", now)
         body = p.body
         if body is None:
+            layout = p.body_layout or body_layout((scheme,))
+            with_id = layout == "stripe-event" or scheme_named(scheme).id_in_body
             body = build_body(
                 event_type=p.event_type,
                 occurred_at=occurred,
                 data=p.data or {},
-                event_id=eid if scheme_named(scheme).id_in_body or p.body_has_id else None,
+                event_id=eid if with_id else None,
+                layout=layout,
             )
         event = Event(
             eid,
