@@ -5,7 +5,9 @@ the idempotency family. :func:`group_by_cause` folds a run's failures into cause
 webhook-id, not on the body — 6 scenarios``) so the report starts with what to fix. A failure may
 name its cause (``Failure.cause``, e.g. a refusal code that differs from the convention); otherwise
 the scenario's id picks it from :data:`SCENARIO_CAUSES` (``fnmatch`` patterns, first match wins),
-and a scenario no pattern covers is its own cause: its guarantee.
+and a scenario no pattern covers is its own cause: its guarantee. A narrow cause folds into a
+broader one the same run shows (:data:`FOLDS_INTO`: a dedupe that forgets late duplicates is a
+retention bug, unless the receiver does not deduplicate at all).
 
 One cause outranks the others: when the plainest authentic delivery (``signature.valid``) is not
 acknowledged at all, most of the catalogue fails with it — a wrong secret, scheme, path or event
@@ -26,6 +28,7 @@ from conformance.results import Outcome, ScenarioResult
 __all__ = [
     "CAUSES",
     "EFFECT_AFTER_ANSWER",
+    "FOLDS_INTO",
     "PLAINEST",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
@@ -63,6 +66,8 @@ CAUSES: Mapping[str, str] = {
     "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
     "dedupe": "deduplicate on the event id (webhook-id) in a durable inbox, not on the body, "
     "and answer a committed duplicate 2xx",
+    "retention": "keep each event id's dedupe record durably for as long as the sender may "
+    "retry or redrive (days), not in a cache of recent ids or a record that expires in seconds",
     "in-flight": "claim the event id atomically; answer a copy that arrives mid-processing 503 "
     "with Retry-After",
     "ack": "acknowledge the generic event with 2xx only after committing it",
@@ -106,6 +111,8 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("clock.*", "stale"),
     ("idempotency.in-flight-*", "in-flight"),
     ("idempotency.concurrent-*", "in-flight"),
+    ("idempotency.late-duplicate", "retention"),
+    ("idempotency.duplicate-after-other-events", "retention"),
     ("idempotency.*", "dedupe"),
     ("response.within-timeout", "latency"),
     ("response.ack-after-commit", "ack"),
@@ -156,9 +163,15 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     """The failed results' causes, most scenarios first (ties: first seen first)."""
     failed = [result for result in results if result.outcome is Outcome.FAILED]
     refusal = _plainest_refusal(failed)
+    keyed = [
+        (result, *cause_of(result, authentic_refused=refusal is not None)) for result in failed
+    ]
+    present = {key for _, key, _ in keyed}
     groups: dict[str, tuple[str, list[str]]] = {}
-    for result in failed:
-        key, fix = cause_of(result, authentic_refused=refusal is not None)
+    for result, key, fix in keyed:
+        broader = FOLDS_INTO.get(key)
+        if broader in present:  # the narrower cause is explained by the broader one
+            key, fix = broader, CAUSES[broader]
         if key == REFUSED_AUTHENTIC:
             fix = f"{fix}; the plainest one was answered {refusal}"
         groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
@@ -166,6 +179,11 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     # what folds the rest of the run leads, however few scenarios it counts
     return sorted(causes, key=lambda c: (c.key not in _LEADING, -len(c.scenarios)))
 
+
+FOLDS_INTO: Mapping[str, str] = {"retention": "dedupe"}
+"""A narrower cause and the broader one it folds into when the same run shows that one too: a
+receiver that forgets a duplicate only after time or other events has a retention bug; one that
+also fails the immediate duplicate does not deduplicate at all."""
 
 _LEADING = frozenset({REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
 """Causes that explain failures across families: listed first."""

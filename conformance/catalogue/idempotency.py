@@ -43,6 +43,11 @@ FRESH = expect(
     event="a",
 )
 
+OTHER_EVENTS = 100
+"""How many other events come between an event and its duplicate in
+``idempotency.duplicate-after-other-events`` (more than a "last id" check or a small LRU cache
+remembers)."""
+
 SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
         id="idempotency.sequential-duplicate",
@@ -313,6 +318,30 @@ SCENARIOS: tuple[Scenario, ...] = (
         expectations=(
             expect("status", "the first copy is 2xx", label="first", allowed=("2xx",)),
             expect("status", "the late duplicate is 2xx", label="duplicate", allowed=("2xx",)),
+            ONCE,
+        ),
+    ),
+    Scenario(
+        id="idempotency.duplicate-after-other-events",
+        title=f"Duplicate after {OTHER_EVENTS} other events",
+        guarantee=f"A freshly signed duplicate sent after {OTHER_EVENTS} other events were "
+        "delivered is answered 2xx and applied no second time (a dedupe that remembers only the "
+        "latest ids, a last-event check or an LRU cache, has forgotten it by then).",
+        severity=Severity.MUST,
+        tags=frozenset({Harness.R, Harness.C}),
+        steps=(
+            step("deliver", event="a", label="first"),
+            step("deliver_others", label="others", count=OTHER_EVENTS),
+            step("deliver", event="a", label="duplicate"),
+        ),
+        expectations=(
+            expect("status", "the first copy is 2xx", label="first", allowed=("2xx",)),
+            expect(
+                "status",
+                "the duplicate after the other events is 2xx",
+                label="duplicate",
+                allowed=("2xx",),
+            ),
             ONCE,
         ),
     ),

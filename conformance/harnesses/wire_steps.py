@@ -180,6 +180,21 @@ async def _deliver_many(run: WireRun, args: Mapping[str, Any]) -> None:
         await run.send(args["label"], run.signed(event), event.event_id)
 
 
+@action("deliver_others")
+async def _deliver_others(run: WireRun, args: Mapping[str, Any]) -> None:
+    """``count`` other genuine events, each delivered once, ``--concurrency`` at a time: the
+    ids a dedupe that remembers only recent ones (the last id, an LRU cache) fills up with."""
+    count, width = int(args["count"]), run.options.concurrency
+    events = [run.event(f"other-{index}") for index in range(count)]
+    for start in range(0, count, width):
+        await asyncio.gather(
+            *(
+                run.send(args["label"], run.signed(event), event.event_id)
+                for event in events[start : start + width]
+            )
+        )
+
+
 @action("deliver_concurrently")
 async def _deliver_concurrently(run: WireRun, args: Mapping[str, Any]) -> None:
     event = run.event(args["event"])

@@ -70,6 +70,7 @@ BROKEN: Mapping[str, str] = {
     "seen-before-timestamp-check": "records the id after the signature, before the timestamp check",
     "ack-in-flight-copy": "answers 200 'already received' to a copy while the first is in flight",
     "dedupe-expires": "keeps its dedupe record for a fraction of a second only",
+    "remembers-last-id": 'dedupes only against the event it handled last ("is it a retry?")',
     "no-body-limit": "accepts a body of any size",
     "body-limit-500": "raises (500) when the body is over its limit",
     "limit-below-declared": "keeps a framework default of 1 KiB, below the limit it declares",
@@ -149,6 +150,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "seen-before-timestamp-check": frozenset({"clock.stale-then-genuine"}),
     "ack-in-flight-copy": frozenset({"idempotency.staggered-duplicates"}),
     "dedupe-expires": frozenset({"idempotency.late-duplicate"}),
+    "remembers-last-id": frozenset({"idempotency.duplicate-after-other-events"}),
     "no-body-limit": frozenset({"size.over-limit"}),
     "body-limit-500": frozenset({"size.over-limit"}),
     "limit-below-declared": frozenset({"size.within-limit"}),
@@ -179,6 +181,8 @@ class _State:
     seen: set[str] = field(default_factory=set)
     """Event ids a "seen set" receiver answers as duplicates without looking further."""
     serial: itertools.count[int] = field(default_factory=itertools.count)
+    last_key: str | None = None
+    """The key handled last (``remembers-last-id`` forgets every earlier one)."""
 
 
 def _problem(state: _State, status: int, slug: str, detail: str) -> Response:
@@ -431,6 +435,10 @@ def plain_receiver(
                 apply(key, event_id)
             return JSONResponse({"status": "ok"})
         db.execute("BEGIN IMMEDIATE")
+        if "remembers-last-id" in bugs:
+            if state.last_key not in (None, key):
+                db.execute("DELETE FROM inbox WHERE key = ?", (state.last_key,))
+            state.last_key = key
         if "dedupe-expires" in bugs:
             db.execute(
                 "DELETE FROM inbox WHERE created < ? AND state = 'committed'",

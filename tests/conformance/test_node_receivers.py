@@ -56,6 +56,7 @@ NODE_MUST_FAIL: dict[str, frozenset[str]] = {
     "queue-every-copy": frozenset(
         {"idempotency.sequential-duplicate", "idempotency.late-duplicate"}
     ),
+    "lru-cache": frozenset({"idempotency.duplicate-after-other-events"}),
 }
 """For each broken Node variant (``BUGS`` in server.js), the scenarios that must fail."""
 

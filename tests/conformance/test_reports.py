@@ -125,6 +125,20 @@ def test_effects_applied_after_the_answer_lead_however_few() -> None:
     assert "--settle" in causes[0].fix
 
 
+def test_a_dedupe_that_forgets_is_a_retention_bug_unless_it_never_dedupes() -> None:
+    forgets = [
+        _result("idempotency.late-duplicate", _failure()),
+        _result("idempotency.duplicate-after-other-events", _failure()),
+        _result("idempotency.sequential-duplicate", outcome=Outcome.PASSED),
+    ]
+    (cause,) = group_by_cause(forgets)
+    assert cause.key == "retention"
+    assert cause.line.startswith("keep each event id's dedupe record durably")
+    assert cause.line.endswith(" — 2 scenarios")
+    never = [*forgets[:2], _result("idempotency.sequential-duplicate", _failure())]
+    assert [(c.key, len(c.scenarios)) for c in group_by_cause(never)] == [("dedupe", 3)]
+
+
 FOLDED = (
     "signature.valid",
     "signature.rotation",

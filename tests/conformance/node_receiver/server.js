@@ -36,7 +36,9 @@ const BUGS = {
   "default-limit": "express.raw() without a limit: express's 100kb default, below the limit declared",
   "lowercase-key": "normalises the dedupe key with eventId.toLowerCase()",
   "queue-every-copy": "queued, but a committed duplicate is queued again (\"the worker dedupes\")",
+  "lru-cache": "keeps its dedupe keys in an LRU cache of the 50 most recent events (in memory)",
 };
+const LRU_SIZE = 50;
 
 // Correct variants: "correct" applies the effect before it answers; "queued" answers once the
 // event is recorded and applies the effect from a queue afterwards, as Stripe's and Svix's docs
@@ -183,6 +185,7 @@ function variant(bug) {
       }
       const row = { eventId, state: "in_flight", deliveries: 1 };
       inbox.set(key, row);
+      if (bug === "lru-cache" && inbox.size > LRU_SIZE) inbox.delete(inbox.keys().next().value);
       const commit = () => {
         apply(eventId);
         row.state = "committed";
