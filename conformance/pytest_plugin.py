@@ -113,6 +113,8 @@ class _Session:
         self.harness: Any = None
         self.failure: str | None = None
         self.app: Any = None
+        self.scenarios: list[Any] = []
+        """The planned scenarios (their early steps are sent when the harness opens)."""
 
     def import_app(self, spec: str) -> Any:
         """The partner's app, imported with the rootdir on ``sys.path`` (as ``uvicorn`` does)."""
@@ -186,6 +188,7 @@ class _Session:
         for warning in settings.warnings():  # said once, before the run, as `hookproof check` does
             if reporter is not None:
                 reporter.write_line(f"hookproof: warning: {warning}", yellow=True)
+        self.scenarios = scenarios
         collector = HookproofCollector.from_parent(session, name="hookproof")
         items.extend(
             HookproofItem.from_parent(collector, name=s.id, scenario=s, owner=self)
@@ -222,9 +225,11 @@ class _Session:
             client = await self.stack.enter_async_context(app_client(app, _BASE))
         seed = settings.seed if settings.seed is not None else 0
         options = wire_options(settings, seed=seed)
-        return await self.stack.enter_async_context(
+        harness = await self.stack.enter_async_context(
             open_http_harness(settings, options, Harness.C, client=client)
         )
+        await harness.deliver_early(self.scenarios)  # as `hookproof check` does
+        return harness
 
     @pytest.hookimpl
     def pytest_unconfigure(self, config: pytest.Config) -> None:

@@ -132,6 +132,7 @@ async def run_check(
     options = wire_options(settings, seed=seed, nonce=nonce)
     scenarios = plan(settings, harness)
     async with open_http_harness(settings, options, harness, client=client) as wire:
+        await wire.deliver_early(scenarios)
         return await _feed(
             execute(
                 scenarios,

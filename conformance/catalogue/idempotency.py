@@ -304,14 +304,15 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         id="idempotency.late-duplicate",
-        title="Duplicate after --patience of real time",
-        guarantee="A freshly signed duplicate sent --patience of real time after the first copy "
-        "is answered 2xx and applied no second time (a dedupe record must outlive the sender's "
-        "retries; the report gives the real gap).",
+        title="Duplicate after the run so far, and at least --patience",
+        guarantee="A freshly signed duplicate of an event whose first copy was sent before the "
+        "first scenario (so every scenario run before this one passes between them), and at "
+        "least --patience of real time earlier, is answered 2xx and applied no second time (a "
+        "dedupe record must outlive the sender's retries; the report gives the real gap).",
         severity=Severity.MUST,
         tags=frozenset({Harness.R, Harness.C}),
         steps=(
-            step("deliver", event="a", label="first"),
+            step("deliver", event="a", label="first", early=True),
             step("wait"),
             step("deliver", event="a", label="duplicate"),
         ),

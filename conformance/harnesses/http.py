@@ -60,6 +60,8 @@ class WireHarness:
         self.harness = harness
         self.limiter = RateLimiter(options.rate_limit)
         self.effect_lag = EffectLag()
+        self._early: dict[str, WireRun] = {}
+        """Scenario states whose early steps were sent before the first scenario."""
 
     def skip_reason(self, scenario: Scenario) -> str | None:
         if self.options.scheme.name not in scenario.schemes:
@@ -97,11 +99,14 @@ class WireHarness:
         reason = self.skip_reason(scenario)
         if reason is not None:
             return result(Outcome.SKIPPED, message=reason)
-        run = self._wire_run(scenario.id)
+        early = self._early.pop(scenario.id, None)
+        run = early or self._wire_run(scenario.id)
         failures: list[Failure] = []
         try:
             driver = self._driver(run, scenario) if _sender_steps(scenario) else None
             for step in scenario.steps:
+                if early is not None and step.args.get("early"):
+                    continue  # sent before the first scenario (deliver_early)
                 if step.action in ACTIONS:
                     await ACTIONS[step.action](run, step.args)
                 else:
@@ -120,6 +125,24 @@ class WireHarness:
                 await run.driver.close()
         said = "; ".join(filter(None, [_duplicate_gaps(run), *run.remarks.values()]))
         return result(Outcome.FAILED if failures else Outcome.PASSED, failures, said)
+
+    async def deliver_early(self, scenarios: Sequence[Scenario]) -> None:
+        """Before the first scenario: the steps marked ``early`` of each of ``scenarios`` that
+        will run (the first copy of the late duplicate), so that the whole run's time counts
+        toward ``--patience``: the late duplicate then comes as long after its first copy as the
+        run took to reach it (seconds against a real endpoint), and waits only what patience
+        still asks. A scenario whose early steps failed to send runs them again in its turn."""
+        for scenario in scenarios:
+            steps = [step for step in scenario.steps if step.args.get("early")]
+            if not steps or self.skip_reason(scenario) is not None or _sender_steps(scenario):
+                continue
+            run = self._wire_run(scenario.id)
+            try:
+                for step in steps:
+                    await ACTIONS[step.action](run, step.args)
+            except HarnessError:
+                continue
+            self._early[scenario.id] = run
 
     async def learn_effect_lag(self) -> None:
         """Before the first scenario (with a probe and ``--settle``): deliver one lone event and

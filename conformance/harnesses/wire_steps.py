@@ -8,6 +8,7 @@ Each step interpreter is registered in :data:`ACTIONS` by action name; sender-le
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
@@ -121,10 +122,12 @@ async def _deliver_each_secret(run: WireRun, args: Mapping[str, Any]) -> None:
 
 @action("wait")
 async def _wait(run: WireRun, args: Mapping[str, Any]) -> None:
-    """Let ``--patience`` pass in real time (a late duplicate must still be recognised)."""
-    patience = run.options.patience
-    if patience > 0:
-        await asyncio.sleep(patience)  # real time: what a dedupe record must outlast
+    """Let ``--patience`` pass in real time since the scenario's first copy (sent early, before
+    the first scenario, the run's own time counts): a late duplicate must still be recognised."""
+    first = min(run.first_sent.values(), default=time.perf_counter())
+    remaining = run.options.patience - (time.perf_counter() - first)
+    if remaining > 0:
+        await asyncio.sleep(remaining)  # real time: what a dedupe record must outlast
 
 
 @action("deliver_sized")

@@ -25,7 +25,12 @@ from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
 from conformance.results import Outcome
 from receiver.durations import parse_seconds
 from receiver.signing import Secret, scheme_named
-from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
+from tests.conformance import broken_receivers
+from tests.conformance.broken_receivers import (
+    PROBE_TOKEN,
+    SECOND_SECRET,
+    plain_receiver,
+)
 from tests.conformance.support import SECRET, app_settings, run_in_process
 
 SCHEMES = {"standard": SECRET, "stripe": "whsec_stripe_style", "github": "github-secret"}
@@ -194,6 +199,29 @@ def test_the_real_gap_of_every_duplicate_is_reported() -> None:
     gap_ms = float(late.removeprefix("1 duplicate sent ").split(" ")[0])
     assert gap_ms >= 50
     assert results["signature.each-secret"].message == ""
+
+
+def test_the_run_itself_passes_between_a_late_duplicate_and_its_first_copy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The late duplicate's first copy goes before the first scenario: with no patience at all,
+    a dedupe record that expires (here after 10 ms) is caught when the scenarios before it take
+    longer than that, and the gap reported is at least their time."""
+    monkeypatch.setattr(broken_receivers, "DEDUPE_EXPIRY_S", 0.01)
+    app = plain_receiver((SECRET,), bugs=frozenset({"dedupe-expires"}))
+    settings = app_settings(
+        PROBE_TOKEN,
+        patience=0,
+        select=("signature.*", "clock.*", "idempotency.late-duplicate"),
+    )
+    results = run_in_process(app, settings)
+    before = sum(r.duration_s for sid, r in results.items() if not sid.startswith("idem"))
+    assert before > broken_receivers.DEDUPE_EXPIRY_S  # else it proves nothing: run more before
+    late = results["idempotency.late-duplicate"]
+    assert late.outcome is Outcome.FAILED, late.message
+    gap_s = float(late.message.removeprefix("1 duplicate sent ").split(" ")[0])
+    unit = late.message.removeprefix("1 duplicate sent ").split(" ")[1]
+    assert (gap_s / 1000 if unit == "ms" else gap_s) >= before
 
 
 @pytest.mark.parametrize(
