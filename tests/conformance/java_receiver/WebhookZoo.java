@@ -513,6 +513,10 @@ public final class WebhookZoo {
                     }
                     accepted(exchange, eventId);
                     exchange.close();
+                    // The slow part of the work, after the answer: long enough that a copy sent
+                    // at once (a sender whose answer got lost) lands before the record, even on
+                    // a loaded machine.
+                    pause(4 * storeWriteMillis);
                     Claim claim = new Claim();
                     ledgerOf(eventId).deliveries.incrementAndGet();
                     applyEffect(eventId);
