@@ -100,7 +100,7 @@ class WireHarness:
         if reason is not None:
             return result(Outcome.SKIPPED, message=reason)
         early = self._early.pop(scenario.id, None)
-        run = early or self._wire_run(scenario.id)
+        run = early if early is not None else self._wire_run(scenario.id)
         failures: list[Failure] = []
         try:
             driver = self._driver(run, scenario) if _sender_steps(scenario) else None
@@ -128,10 +128,10 @@ class WireHarness:
 
     async def deliver_early(self, scenarios: Sequence[Scenario]) -> None:
         """Before the first scenario: the steps marked ``early`` of each of ``scenarios`` that
-        will run (the first copy of the late duplicate), so that the whole run's time counts
-        toward ``--patience``: the late duplicate then comes as long after its first copy as the
-        run took to reach it (seconds against a real endpoint), and waits only what patience
-        still asks. A scenario whose early steps failed to send runs them again in its turn."""
+        will run (the first copy of the late duplicate), so that the run's time counts toward
+        ``--patience``: the late duplicate then comes as long after its first copy as the run
+        took to reach it (seconds against a real endpoint), and waits only what patience still
+        asks. A scenario whose early steps failed to send runs them again in its turn."""
         for scenario in scenarios:
             steps = [step for step in scenario.steps if step.args.get("early")]
             if not steps or self.skip_reason(scenario) is not None or _sender_steps(scenario):
