@@ -349,14 +349,33 @@ def _timeout_bounded(history: History) -> list[Problem]:
 
 
 def _one_in_flight(history: History) -> list[Problem]:
-    return [
-        Problem(
-            f"attempt {cur.number} arrived while attempt {prev.number} was still in flight",
-            (prev, cur),
-        )
-        for prev, cur in zip(history.attempts, history.attempts[1:], strict=False)
-        if prev.ended is not None and cur.arrived < prev.ended - _IN_FLIGHT_TOLERANCE_S
-    ]
+    """An attempt that came while an earlier held one was still open (its connection neither
+    answered nor closed: seen, not timed), or before the previous one ended by more than the
+    timing tolerance."""
+    problems: list[Problem] = []
+    for index, cur in enumerate(history.attempts):
+        prev = history.attempts[index - 1] if index else None
+        if cur.open_held:
+            problems.extend(
+                Problem(
+                    f"attempt {cur.number} arrived while attempt {number} was still in flight: "
+                    "its connection was open, unanswered, and the sender had not closed it",
+                    (history.attempts[number - 1], cur),
+                )
+                for number in cur.open_held
+            )
+        elif (
+            prev is not None
+            and prev.ended is not None
+            and cur.arrived < prev.ended - _IN_FLIGHT_TOLERANCE_S
+        ):
+            problems.append(
+                Problem(
+                    f"attempt {cur.number} arrived while attempt {prev.number} was still in flight",
+                    (prev, cur),
+                )
+            )
+    return problems
 
 
 def _redirect_not_followed(history: History) -> list[Problem]:

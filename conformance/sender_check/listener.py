@@ -61,6 +61,9 @@ class Attempt:
     followed: str = ""
     """Set on a request to a redirect's ``Location`` (not an attempt): the path it went to;
     ``number`` is then the attempt whose redirect it followed."""
+    open_held: tuple[int, ...] = ()
+    """Earlier held attempts whose connection was still open, unanswered and not closed by the
+    sender, when this one arrived: the sender had them in flight (a causal fact, no timing)."""
 
     @property
     def held_s(self) -> float:
@@ -81,6 +84,8 @@ class Session:
     followed: list[Attempt] = field(default_factory=list)
     """Requests to the ``Location`` of a redirect this session answered."""
     changed: asyncio.Event = field(default_factory=asyncio.Event)
+    holding: dict[int, asyncio.StreamReader] = field(default_factory=dict)
+    """The readers of the attempts held right now, by number."""
 
     def next_answer(self) -> Answer:
         return self.script[min(len(self.attempts), len(self.script) - 1)]
@@ -209,13 +214,24 @@ class Listener:
         loop = asyncio.get_running_loop()
         answer = session.next_answer()
         attempt = self._record(session, len(session.attempts) + 1, headers, body, answer)
+        # Whatever the sender closed before this request came is already read as closed: the
+        # loop sees its end of file no later than this request's bytes.
+        attempt.open_held = tuple(
+            number
+            for number, held in session.holding.items()
+            if not held.at_eof() and held.exception() is None
+        )
         session.attempts.append(attempt)
         session.changed.set()
         try:
             if answer.kind is Kind.RESET:
                 _reset(writer)
             elif answer.kind is Kind.HOLD:
-                attempt.hung_up = await _hung_up_within(reader, session.hold_s)
+                session.holding[attempt.number] = reader
+                try:
+                    attempt.hung_up = await _hung_up_within(reader, session.hold_s)
+                finally:
+                    del session.holding[attempt.number]
                 if not attempt.hung_up:
                     await _respond(writer, 503)
             else:

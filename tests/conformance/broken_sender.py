@@ -38,6 +38,7 @@ BUGS = {
     "no-timeout",
     "fast-retries",
     "overlapping-retries",
+    "hedged-retries",
     "follows-redirects",
     "text-plain",
 }
@@ -72,9 +73,16 @@ def post(url: str, body: bytes, headers: dict[str, str], timeout: float | None) 
 
 
 def fire(
-    url: str, body: bytes, headers: dict[str, str], timeout: float | None, done: threading.Event
+    url: str,
+    body: bytes,
+    headers: dict[str, str],
+    timeout: float | None,
+    done: threading.Event,
+    hedged: bool = False,
 ) -> None:
     if post(url, body, headers, timeout)[1] == 200:
+        if hedged:  # the hedge won: drop every other attempt at once (the process exits)
+            os._exit(0)
         done.set()
 
 
@@ -101,7 +109,8 @@ def main() -> None:
     key = base64.b64decode(secret.removeprefix("whsec_"))
     delays = [float(d) for d in args.delays.split(",")]
     limit = args.max_attempts + (2 if bug == "too-many-attempts" else 0)
-    timeout = None if bug in ("no-timeout", "overlapping-retries") else args.timeout
+    hedged = bug == "hedged-retries"
+    timeout = None if bug in ("no-timeout", "overlapping-retries") or hedged else args.timeout
     event = {"type": "broken.test", "data": {"n": 1, "note": "héllo"}}
     body = json.dumps(event, separators=(",", ":")).encode()
     event_id = f"evt_{uuid.uuid4().hex}"
@@ -128,9 +137,9 @@ def main() -> None:
         delay = delays[min(attempt, len(delays) - 1)]
         if bug == "fast-retries":  # at once: a busy machine only adds to the gap, and the
             delay = 0.0  # judge allows down to 0.25 s, so every spare millisecond is margin
-        if bug == "overlapping-retries":  # fire and move on: never waits for the answer
+        if bug == "overlapping-retries" or hedged:  # fire and move on: never waits
             threading.Thread(
-                target=fire, args=(url, sent, headers, timeout, delivered), daemon=True
+                target=fire, args=(url, sent, headers, timeout, delivered, hedged), daemon=True
             ).start()
             scheduled += delay
             continue

@@ -189,6 +189,27 @@ def test_a_sender_that_does_not_declare_json_fails_a_should(
     assert "attempts 1, 2, 3 carried content-type: 'text/plain'" in observed
 
 
+def test_a_hedged_retry_whose_success_drops_the_held_attempt_is_seen_in_flight(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A hedging sender fires its retry while the first attempt is still held and exits the
+    moment the retry gets its 2xx: the held attempt ends milliseconds after the retry came, too
+    close for any timing tolerance, but it was seen open when the retry arrived (a should)."""
+    monkeypatch.setenv("BROKEN_SENDER_BUGS", json.dumps({"sender.one-in-flight": "hedged-retries"}))
+    report = tmp_path / "report.json"
+    code = _run(
+        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
+        "--select", "sender.one-in-flight", "--json", str(report),
+    )  # fmt: skip
+    assert code == 0  # a should
+    (scenario,) = json.loads(report.read_text())["scenarios"]
+    assert scenario["outcome"] == "failed", scenario
+    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    assert "attempt 2 arrived while attempt 1 was still in flight: its connection was open" in (
+        observed
+    )
+
+
 def test_the_console_shows_the_attempts_a_failure_names_and_verbose_shows_all(
     policy: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

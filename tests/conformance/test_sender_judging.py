@@ -196,6 +196,14 @@ def test_event_id_retry_after_and_in_flight() -> None:
     open_one = _attempt(1, 0, answer=HOLD, held=2.0)
     assert _check("one_in_flight", FIXED, open_one, _attempt(2, 1.0))
     assert _check("one_in_flight", FIXED, open_one, _attempt(2, 2.0)) == []
+    # Seen open when it arrived: in flight, however close the times (a hedged retry whose
+    # success closed the held attempt a few ms later).
+    hedge = _attempt(2, 1.995)
+    hedge.open_held = (1,)
+    assert _check("one_in_flight", FIXED, open_one, hedge) == [
+        "attempt 2 arrived while attempt 1 was still in flight: its connection was open, "
+        "unanswered, and the sender had not closed it"
+    ]
 
 
 def test_a_request_to_a_redirects_location_fails_and_the_3xx_is_judged_by_the_policy() -> None:
