@@ -7,18 +7,16 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from conformance.cli import main
 from conformance.payloads import STRIPE_EVENT_TEMPLATE, PayloadFactory
 from receiver.server import running_server
 from sender_sim.envelope import body_layout, build_body, envelope_problem
 from tests.sender_sim.test_cli_support import SECRET
+from tests.support.stripe_sdk import stripe_sdk_app
 
 OCCURRED = datetime(2026, 8, 13, 9, 0, 5, tzinfo=UTC)
 
@@ -101,23 +99,15 @@ def test_the_runners_stripe_template_has_the_simulators_shape() -> None:
 def test_send_under_the_stripe_scheme_reaches_a_stripe_sdk_handler(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    stripe = pytest.importorskip("stripe", reason="the stripe library is not installed")
     seen: list[object] = []
 
-    async def webhook(request: Request) -> Response:
-        payload = await request.body()
-        try:
-            event = stripe.Webhook.construct_event(
-                payload, request.headers.get("stripe-signature", ""), SECRET
-            )
-        except (ValueError, stripe.SignatureVerificationError):
-            return Response(status_code=400)
-        seen.append(event.data.object.amount_paid)  # what a Stripe SDK handler reads
-        return JSONResponse({"received": event.id})
+    def read(data_object: Any) -> object:
+        seen.append(data_object.amount_paid)  # what a Stripe SDK handler reads
+        return data_object.amount_paid
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "data.json").write_text('{"object": "invoice", "amount_paid": 4200}')
-    app = Starlette(routes=[Route("/webhooks", webhook, methods=["POST"])])
+    app = stripe_sdk_app(SECRET, read)
     with running_server(app) as base:
         code = main(
             [
