@@ -188,12 +188,19 @@ class _Session:
         for warning in settings.warnings():  # said once, before the run, as `hookproof check` does
             if reporter is not None:
                 reporter.write_line(f"hookproof: warning: {warning}", yellow=True)
-        self.scenarios = scenarios
-        collector = HookproofCollector.from_parent(session, name="hookproof")
+        collector = HookproofCollector.from_parent(session, name="hookproof", nodeid="hookproof")
         items.extend(
             HookproofItem.from_parent(collector, name=s.id, scenario=s, owner=self)
             for s in scenarios
         )
+
+    @pytest.hookimpl
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        """The scenarios still to run once ``-k``, ``-m`` and ``--deselect`` have had their say:
+        only theirs are sent early (a deselected scenario's first copy would be sent for
+        nothing, and its id met by the receiver without the duplicate that should follow)."""
+        items = session.items
+        self.scenarios = [item.scenario for item in items if isinstance(item, HookproofItem)]
 
     def run(self, scenario: Any) -> Any:
         """Run one scenario on the shared loop (opening the client the first time)."""

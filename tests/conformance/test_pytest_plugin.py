@@ -230,3 +230,47 @@ def test_the_scheme_help_written_by_hand_names_every_scheme() -> None:
     source = Path(pytest_plugin.__file__).read_text()
     help_text = source.split('"--hookproof-scheme"', 1)[1].split("group.addoption", 1)[0]
     assert all(name in help_text for name in SCHEMES), sorted(SCHEMES)
+
+
+COUNTING_APP = """
+import os
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+
+async def _count(request):
+    await request.body()
+    with open(os.environ["HOOKPROOF_TEST_COUNT_FILE"], "a") as seen:
+        seen.write(request.headers.get("webhook-id", "-") + "\\n")
+    return JSONResponse({"ok": True})
+
+
+app = Starlette(routes=[Route("/webhooks", _count, methods=["POST"])])
+"""
+
+
+@pytest.mark.parametrize(
+    "deselect", [("-k", "not late"), ("--deselect", "hookproof::idempotency.late-duplicate")]
+)
+def test_a_scenario_deselected_by_pytest_sends_nothing_early(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, deselect: tuple[str, str]
+) -> None:
+    # the late duplicate's first copy leaves before the first scenario; deselected by pytest,
+    # the scenario sends nothing, exactly as when hookproof's own selection leaves it out
+    pytester.makepyfile(counting_app=COUNTING_APP)
+    pytester.syspathinsert()
+    base = ("-p", "no:cacheprovider", "--hookproof-app", "counting_app:app")
+    base += ("--hookproof-secret", SECRET, "--hookproof-select", "signature.valid")
+
+    def ids_received(*extra: str, deselected: int) -> list[str]:
+        count_file = pytester.path / f"count-{deselected}.txt"
+        count_file.write_text("")
+        monkeypatch.setenv("HOOKPROOF_TEST_COUNT_FILE", str(count_file))
+        result = pytester.runpytest_inprocess(*base, *extra)
+        result.assert_outcomes(passed=1, deselected=deselected)
+        return count_file.read_text().split()
+
+    alone = ids_received(deselected=0)
+    late = ("--hookproof-select", "idempotency.late-duplicate")
+    assert len(ids_received(*late, *deselect, deselected=1)) == len(alone)  # not one more
