@@ -3,7 +3,9 @@
 The floor is the same number of HTTP requests (webhooks and probe reads alike, counted by an httpx
 event hook during the catalogue run) sent one after another by a bare ``httpx.AsyncClient`` to a
 bare Starlette endpoint that answers 200, both served by uvicorn on loopback in this same run.
-Each side's client is built before its clock starts (TLS context set-up is neither side's
+The catalogue's client is the runner's own kind (``sender_client``: no cookie jar, the quick
+idle-connection check of ``sender_sim.network_backend``), the floor's a bare one; each side's
+client is built before its clock starts (TLS context set-up is neither side's
 work), and the catalogue runs with ``--patience 0`` (real-time patience is the user's choice,
 excluded from the figure). The ratio says what the runner costs on top of HTTP itself: signing,
 scenario bookkeeping, the sender simulator's virtual-time scheduling and the reference receiver's
@@ -46,6 +48,7 @@ from conformance.events import Event, RunFinished
 from conformance.session import run_check
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
+from sender_sim.sender_client import sender_client
 
 ROUNDS = 7
 TARGET = 1.5
@@ -94,7 +97,7 @@ async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
         count += 1
 
     last = _Last()
-    async with httpx.AsyncClient(
+    async with sender_client(
         event_hooks={"request": [counted]}, limits=httpx.Limits(max_connections=32)
     ) as client:
         started = time.perf_counter()

@@ -10,6 +10,11 @@ nothing (a ``Cookie`` header given explicitly, e.g. by ``hookproof check --heade
 sent as given). Not parsing ``Set-Cookie`` also spares every answer a cookie-jar round through
 ``urllib`` and ``email.message``.
 
+Unless a transport is given (an app in process, a scripted one), the client's transport opens its
+connections through :mod:`sender_sim.network_backend`, whose check that an idle kept-alive
+connection is still open costs one ``poll`` instead of httpcore's rebuilding of the socket's
+attributes, on every connection of the pool, at every request.
+
 Every client that sends deliveries is built here: the simulator's default client, the sender
 commands' :func:`~sender_sim.commands.support.delivery_client`, and the conformance runner's.
 """
@@ -20,6 +25,8 @@ import http.cookiejar
 from typing import Any
 
 import httpx
+
+from sender_sim.network_backend import install
 
 __all__ = ["NoCookies", "sender_client"]
 
@@ -37,6 +44,17 @@ class NoCookies(http.cookiejar.CookieJar):
         return None
 
 
+_TRANSPORT_OPTIONS = ("verify", "cert", "trust_env", "http1", "http2", "limits")
+"""The ``httpx.AsyncClient`` options its default transport is built with (the client keeps them
+too: a proxy taken from the environment builds its transport from them)."""
+
+
 def sender_client(**options: Any) -> httpx.AsyncClient:
     """An ``httpx.AsyncClient(**options)`` that never stores nor sends cookies."""
+    if options.get("transport") is None:
+        transport = httpx.AsyncHTTPTransport(
+            **{name: options[name] for name in _TRANSPORT_OPTIONS if name in options}
+        )
+        install(transport)
+        options["transport"] = transport
     return httpx.AsyncClient(cookies=NoCookies(), **options)
