@@ -115,19 +115,16 @@ def test_a_proxy_pool_is_left_with_httpcore_s_own_backend() -> None:
 
 
 @pytest.mark.parametrize("secure", [False, True], ids=["tcp", "tls"])
-def test_an_idle_connection_still_open_is_reused(
-    secure: bool, request: pytest.FixtureRequest
+@pytest.mark.parametrize(
+    ("hang_up", "connections"),
+    [(False, 1), (True, 2)],
+    ids=["an-open-idle-connection-is-reused", "one-the-server-closed-is-replaced"],
+)
+def test_the_quick_check_tells_an_open_idle_connection_from_a_closed_one(
+    secure: bool, hang_up: bool, connections: int, request: pytest.FixtureRequest
 ) -> None:
+    # a closed one reused, the second request would fail (the server is gone from that socket);
+    # an open one not reused, the server would see a second connection
     contexts = request.getfixturevalue("tls") if secure else None
-    server = asyncio.run(_run(hang_up=False, tls=contexts))
-    assert server.connections == 1
-
-
-@pytest.mark.parametrize("secure", [False, True], ids=["tcp", "tls"])
-def test_an_idle_connection_the_server_closed_is_replaced_not_reused(
-    secure: bool, request: pytest.FixtureRequest
-) -> None:
-    # reused, the second request would fail (the server is gone from that socket)
-    contexts = request.getfixturevalue("tls") if secure else None
-    server = asyncio.run(_run(hang_up=True, tls=contexts))
-    assert server.connections == 2
+    server = asyncio.run(_run(hang_up=hang_up, tls=contexts))
+    assert server.connections == connections
