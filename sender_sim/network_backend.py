@@ -73,7 +73,8 @@ class _QuickLivenessStream(httpcore.AsyncNetworkStream):
 
 
 class QuickLivenessBackend(httpcore.AsyncNetworkBackend):
-    """``backend``'s connections (default: httpcore's anyio backend), with the quick check."""
+    """``backend``'s connections (default: httpcore's anyio backend), with the quick check;
+    :func:`install` wraps the backend httpcore chose for the pool."""
 
     def __init__(self, backend: httpcore.AsyncNetworkBackend | None = None) -> None:
         self._backend = backend if backend is not None else httpcore.AnyIOBackend()
@@ -107,7 +108,8 @@ def install(transport: httpx.AsyncHTTPTransport) -> bool:
     pool = getattr(transport, "_pool", None)
     if _POLL is None or type(pool) is not httpcore.AsyncConnectionPool:
         return False  # a proxy's pool, or an httpx whose transport is laid out otherwise
-    if not isinstance(getattr(pool, "_network_backend", None), httpcore.AsyncNetworkBackend):
+    backend = getattr(pool, "_network_backend", None)
+    if not isinstance(backend, httpcore.AsyncNetworkBackend):
         return False
-    pool._network_backend = QuickLivenessBackend()  # no public way: see above
+    pool._network_backend = QuickLivenessBackend(backend)  # no public way: see above
     return True
