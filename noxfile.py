@@ -14,6 +14,7 @@ nox.options.error_on_missing_interpreters = True
 
 PACKAGES = ["receiver", "sender_sim", "conformance"]
 PYTHON = "3.11"
+PARALLEL = ["--numprocesses", "auto", "--maxprocesses", "4", "--dist", "loadfile"]
 
 
 def _install(session: nox.Session, *extras: str) -> None:
@@ -23,9 +24,14 @@ def _install(session: nox.Session, *extras: str) -> None:
 
 @nox.session(python=PYTHON)
 def tests(session: nox.Session) -> None:
-    """Run the whole test suite (PostgreSQL tests need HOOKPROOF_TEST_POSTGRES_DSN)."""
+    """Run the whole test suite (PostgreSQL tests need HOOKPROOF_TEST_POSTGRES_DSN).
+
+    Test files run in parallel, one worker per core up to four, each file on one worker (its
+    module fixtures, such as a zoo's built server, are made once); ``-- -n 0`` runs them one
+    after another.
+    """
     _install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", *PARALLEL, *session.posargs)
 
 
 @nox.session(python=PYTHON)
