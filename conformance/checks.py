@@ -327,12 +327,12 @@ async def _effects_every(run: WireRun, expectation: Expectation) -> Verdict:
 async def _committed_when_acknowledged(run: WireRun, expectation: Expectation) -> Verdict:
     """Every 2xx to a copy sent while the first copy was in flight was matched, at that moment,
     by ``committed`` with an effect on the probe (the readings the staggered step took). A
-    receiver whose effects show after its answers (seen on a lone event before the run, or
-    earlier in it; :mod:`conformance.harnesses.settling`) owes a copy in flight no more than it
-    owes a lone new event: ``committed``; the scenario's effects check reads the effect later."""
+    receiver allowed to apply effects after its answers (``--settle``;
+    :mod:`conformance.harnesses.settling`) owes a copy in flight no more than it owes a lone new
+    event: ``committed``; the scenario's effects check reads the effect later."""
     if run.options.probe is None:
         return Unjudged("no probe: what a 2xx to an in-flight copy acknowledged is not observed")
-    applies_late = run.options.settle > 0 and run.effect_lag.longest_s > 0
+    applies_late = run.options.settle > 0
     label = expectation.args["label"]
     for exchange, snapshot in run.observations.get(label, []):
         if snapshot.status == "committed" and snapshot.effects < 1 and applies_late:

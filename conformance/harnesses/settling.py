@@ -11,12 +11,14 @@ to that long until they show (an event the probe does not know, or knows only as
 is never waited for). Without it, a failed reading is still followed once, to say in the report
 whether the effect showed later (:func:`shown_after`).
 
-Once some effect showed late (the run learns it from one lone event before the scenarios, and
-from every reading after), the receiver's effects are known to lag its answers, and a second
-effect (a duplicate applied) would lag too: a reading that must not see more than it expects is
-then taken once more, three times the longest lag later (at least 100 ms). A receiver whose
-effects show with its answers never waits. :class:`EffectLag` is the run's memory of that lag,
-shared by its scenarios as the rate limiter is.
+A second effect (a duplicate the queue applies too) lags as the first did, so under ``--settle``
+a reading that must not see more than it expects is taken once more, three times the longest lag
+the run has seen later (at least 100 ms, at most the settle time). The run learns that lag from
+one lone event before the scenarios and from every reading after, but it does not wait for having
+seen one: a busy machine that reads the probe only after the queue's next poll sees no lag at
+all, and a duplicate applied a moment later must still fail. Without ``--settle`` nothing waits.
+:class:`EffectLag` is the run's memory of the lag, shared by its scenarios as the rate limiter
+is.
 """
 
 from __future__ import annotations
@@ -67,7 +69,7 @@ async def settled_reading(
 ) -> ProbeSnapshot:
     """The probe's reading of one event, taken again (real time, at most ``settle_s``) while it
     is committed with fewer than ``at_least`` effects; with ``confirm``, once more after three
-    times the run's longest lag when effects are known to lag. What waiting showed goes to
+    times the run's longest lag (at least ``SHORTEST_WATCH_S``). What waiting showed goes to
     ``remarks``, one sentence per kind (the scenario's result says them)."""
     snapshot = await read()
     if settle_s <= 0 or snapshot.status != "committed":
@@ -94,7 +96,7 @@ async def settled_reading(
             f"an effect showed {shown_after * 1000:.0f} ms after its event was committed "
             "(this receiver applies effects after answering; --settle)",
         )
-    if confirm and lag.longest_s > 0:
+    if confirm:
         watch = min(max(WATCH_LAGS * lag.longest_s, SHORTEST_WATCH_S), settle_s)
         await asyncio.sleep(watch)  # real-time: a second effect would lag as the first did
         snapshot = await read()

@@ -79,9 +79,19 @@ def test_once_effects_lag_a_reading_that_must_not_see_more_is_confirmed_later() 
     assert "late second effect" in remarks["confirmed"]
 
 
-def test_a_receiver_whose_effects_show_at_once_is_not_confirmed() -> None:
+def test_under_settle_a_reading_is_confirmed_though_the_run_saw_no_lag() -> None:
+    """A busy machine may read the probe only after the queue's next poll, so the run never
+    sees a lag; the queue's second effect must still be seen."""
     read, made = _probe(("committed", 1), ("committed", 2))
-    assert _settled(read, confirm=True).effects == 1
+    remarks: dict[str, str] = {}
+    assert _settled(read, confirm=True, remarks=remarks).effects == 2
+    assert made == [1, 2]
+    assert "100 ms later" in remarks["confirmed"]
+
+
+def test_without_settle_a_reading_is_never_confirmed() -> None:
+    read, made = _probe(("committed", 1), ("committed", 2))
+    assert _settled(read, confirm=True, settle_s=0).effects == 1
     assert made == [1]
 
 
