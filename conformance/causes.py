@@ -50,8 +50,8 @@ CAUSES: Mapping[str, str] = {
     "verify": "verify the signature over the raw body with every active secret before acting on "
     "a delivery",
     "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
-    "compare": "compare the whole signature in constant time (hmac.compare_digest, "
-    "crypto.timingSafeEqual after a length check), never a prefix of it",
+    "compare": "compare the whole signature, exactly, in constant time (hmac.compare_digest, "
+    "crypto.timingSafeEqual after a length check): never a prefix of it, never ignoring case",
     "event-id": "refuse a delivery without a usable event id (400): it could never be deduplicated",
     "signature-list": "try every entry of the signature header against every active secret, "
     "skipping unknown versions",
@@ -97,6 +97,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.wrong-length-entry", "parse"),
     ("signature.body-not-*", "parse"),
     ("signature.truncated-signature", "compare"),
+    ("signature.case-swapped", "compare"),
     ("signature.rotation", "signature-list"),
     ("signature.unknown-version", "signature-list"),
     ("signature.list-positions", "signature-list"),

@@ -18,6 +18,8 @@ from typing import Any
 from receiver.signing import SCHEMES as _BY_NAME
 
 __all__ = [
+    "CASE_SENSITIVE_IDS",
+    "CASE_SENSITIVE_SIGNATURES",
     "SCHEMES",
     "SEVERAL_SIGNATURES",
     "SIGNED_IDS",
@@ -60,6 +62,10 @@ CASE_SENSITIVE_IDS: frozenset[str] = frozenset(
     name for name, s in _BY_NAME.items() if s.case_sensitive_ids
 )
 """The schemes whose event ids differ when only their letter case does."""
+CASE_SENSITIVE_SIGNATURES: frozenset[str] = frozenset(
+    name for name, s in _BY_NAME.items() if s.case_sensitive_signatures
+)
+"""The schemes whose signatures are other bytes when a letter's case changes (base64)."""
 
 
 def scheme_choices() -> str:

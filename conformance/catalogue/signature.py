@@ -4,6 +4,7 @@ over the raw bytes it received, and refuses every other one with a 4xx — never
 from __future__ import annotations
 
 from conformance.model import (
+    CASE_SENSITIVE_SIGNATURES,
     SCHEMES,
     SEVERAL_SIGNATURES,
     SIGNED_IDS,
@@ -25,18 +26,27 @@ APPLIED_ONCE = expect("effects", "the probe shows exactly 1 effect", event="a", 
 NOT_APPLIED = expect("effects", "the probe shows no effect (unknown event)", event="a", equals=0)
 
 
-def _fuzzed(slug: str, title: str, guarantee: str, kind: str) -> Scenario:
+def _fuzzed(
+    slug: str,
+    title: str,
+    guarantee: str,
+    kind: str,
+    *,
+    severity: Severity = Severity.MUST,
+    schemes: frozenset[str] = SCHEMES,
+) -> Scenario:
     return Scenario(
         id=f"signature.{slug}",
         title=title,
         guarantee=guarantee,
-        severity=Severity.MUST,
+        severity=severity,
         tags=RC,
         steps=(step("deliver_fuzzed", event="a", label="fuzzed", kind=kind, cases=6),),
         expectations=(
             expect("status", "every answer is 4xx", label="fuzzed", allowed=("4xx",)),
             NOT_APPLIED,
         ),
+        schemes=schemes,
     )
 
 
@@ -172,6 +182,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         "refused with a 4xx and never applied: a comparison that accepts a prefix lets anyone "
         "forge a delivery by guessing one byte at a time.",
         "truncated",
+    ),
+    _fuzzed(
+        "case-swapped",
+        "The genuine signature with its letters' case swapped",
+        "The genuine delivery whose base64 signature has every letter in the other case (other "
+        "bytes) is refused with a 4xx and never applied. A hardening (should): a comparison "
+        "that ignores case (strcasecmp, EqualFold, both sides lower-cased) accepts it, yet "
+        "building it takes the genuine signature, so it forges nothing a replay would not.",
+        "case-swapped",
+        severity=Severity.SHOULD,
+        schemes=CASE_SENSITIVE_SIGNATURES,
     ),
     _fuzzed(
         "body-not-utf8",

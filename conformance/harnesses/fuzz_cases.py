@@ -11,11 +11,11 @@ Every case is one no genuine sender produces *and* from which no lenient parser 
 genuine signature: values are garbage, signatures of the wrong length or of another key, or the
 signed content is changed. So the one right answer to each is a 4xx (never a 5xx, never applied),
 whatever the receiver's parser tolerates. Cases are data — a name and the request's headers and
-body — built by :func:`header_cases`, :func:`wrong_length_cases`, :func:`body_cases` and
-:func:`repeated_cases`. A repeated header is the one case whose right answer may be a 2xx: the
-genuine copy was already delivered, so a receiver that reads one of the values and recognises the
-duplicate keeps every guarantee; the must is that no second effect appears (under either id) and
-that nothing answers 5xx.
+body — built by :func:`header_cases`, :func:`wrong_length_cases`, :func:`truncated_cases`,
+:func:`case_swapped_cases`, :func:`body_cases` and :func:`repeated_cases`. A repeated header is
+the one case whose right answer may be a 2xx: the genuine copy was already delivered, so a
+receiver that reads one of the values and recognises the duplicate keeps every guarantee; the
+must is that no second effect appears (under either id) and that nothing answers 5xx.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ __all__ = [
     "FuzzCase",
     "Signer",
     "body_cases",
+    "case_swapped_cases",
     "header_cases",
     "repeated_cases",
     "wrong_length_cases",
@@ -133,6 +134,15 @@ def truncated_cases(
         FuzzCase(f"{name}:first-{keep}-bytes", {**genuine, name: truncated(keep).encode()}, body)
         for keep in TRUNCATED_BYTES
     ]
+
+
+def case_swapped_cases(
+    headers: Mapping[str, str], body: bytes, name: str, swapped: str
+) -> list[FuzzCase]:
+    """The genuine request whose ``name`` header carries its own signature with every letter in
+    the other case (``swapped``)."""
+    genuine = {k: v.encode("latin-1") for k, v in headers.items()}
+    return [FuzzCase(f"{name}:case-swapped", {**genuine, name: swapped.encode()}, body)]
 
 
 def body_cases(

@@ -216,6 +216,17 @@ class WireScheme:
         digest = scheme.digest(body, secret=self.secrets[0], event_id=event_id, timestamp=timestamp)
         return scheme.signature_with(digest[:keep], timestamp=timestamp)
 
+    def case_swapped(self, body: bytes, *, event_id: str, timestamp: int) -> str:
+        """The genuine signature header value (the first secret's) with every letter of its
+        signature text in the other case: under base64 other bytes, which only a comparison
+        that ignores case (``strcasecmp``, ``EqualFold``, both sides lower-cased) accepts."""
+        scheme = self.scheme
+        digest = scheme.digest(body, secret=self.secrets[0], event_id=event_id, timestamp=timestamp)
+        header = scheme.signature_with(digest, timestamp=timestamp)
+        for value in scheme.signature_values({scheme.signature_header: header}):
+            header = header.replace(value, value.swapcase())
+        return header
+
     def signatures_of(self, headers: dict[str, str]) -> list[str]:
         """The secret-derived values in a signature header (to scrub from echoed bodies)."""
         return self.scheme.signature_values(headers)

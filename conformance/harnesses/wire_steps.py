@@ -16,6 +16,7 @@ from conformance.exceptions import HarnessError
 from conformance.harnesses.fuzz_cases import (
     FuzzCase,
     body_cases,
+    case_swapped_cases,
     header_cases,
     repeated_cases,
     truncated_cases,
@@ -79,6 +80,9 @@ def _fuzz_cases(
             return scheme.truncated(event.body, event_id=event.event_id, timestamp=stamp, keep=keep)
 
         return truncated_cases(signed, event.body, scheme.signature_header, truncated)
+    if kind == "case-swapped":
+        swapped = scheme.case_swapped(event.body, event_id=event.event_id, timestamp=stamp)
+        return case_swapped_cases(signed, event.body, scheme.signature_header, swapped)
     if kind == "repeated":
         other_id = run.event(other).event_id
         return repeated_cases(scheme.name, signed, event.body, stamp, run.rng, other_id=other_id)
@@ -95,7 +99,8 @@ async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     """Structure-aware bad input (:mod:`conformance.harnesses.fuzz_cases`): ``kind`` is
     ``headers`` (the grammar of every header the signature covers; ``cases`` more seeded random
     values), ``unsigned-id`` (the same for the headers it does not cover), ``wrong-length``,
-    ``truncated`` (a prefix of the genuine signature),
+    ``truncated`` (a prefix of the genuine signature), ``case-swapped`` (the genuine signature
+    with its letters' case swapped),
     ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), or ``repeated`` (each webhook
     header twice, the second value's id being event ``other``'s)."""
     event = run.event(args["event"])

@@ -428,6 +428,12 @@ class Scheme(Protocol):
         ...
 
     @property
+    def case_sensitive_signatures(self) -> bool:
+        """Whether a signature's text changes its bytes when a letter changes case (base64
+        does; hex does not)."""
+        ...
+
+    @property
     def roles(self) -> tuple[str, ...]:
         """The roles of :data:`ROLES` a delivery of this scheme carries, in that order."""
         ...
@@ -512,6 +518,9 @@ class SchemeBase:
     """Whether two event ids that differ only in letter case are two events (GitHub's delivery
     id is a GUID: hex, which no one is wrong to compare case-insensitively)."""
     several_signatures: ClassVar[bool] = False
+    case_sensitive_signatures: ClassVar[bool] = False
+    """Whether a signature's text changes its bytes when a letter changes case: hex (the
+    default) does not, so a receiver may compare it either way; base64 does."""
     unsigned_headers: ClassVar[frozenset[str]] = frozenset()
     clear_fields: ClassVar[frozenset[str]] = frozenset()
     """Fields of the signature header not derived from the secret (Stripe's ``t``)."""

@@ -170,6 +170,7 @@ class StandardWebhooks(SchemeBase):
     timestamp_header: ClassVar[str] = "webhook-timestamp"
     signature_header: ClassVar[str] = "webhook-signature"
     several_signatures: ClassVar[bool] = True
+    case_sensitive_signatures: ClassVar[bool] = True  # base64
     garbled_signature: ClassVar[str] = "v1,!!!"
     secret_prefix: ClassVar[str] = "whsec_"
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(

@@ -56,6 +56,7 @@ BROKEN: Mapping[str, str] = {
     "crash-on-wrong-length": "compares with a length-checking compare that throws on 16/48 bytes",
     "prefix-compare": "avoids the length error by comparing the expected digest cut to the given "
     "signature's length (a prefix passes)",
+    "case-insensitive-compare": "compares the base64 signatures lower-cased, as one may hex",
     "crash-on-non-utf8": "decodes the body as UTF-8 before anything, unguarded",
     "crash-on-non-json": "parses the verified body as JSON without a guard",
     "crash-on-timestamp": "int()s the timestamp header without a guard",
@@ -132,6 +133,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "only-last-signature": frozenset({"signature.list-positions"}),
     "crash-on-wrong-length": frozenset({"signature.wrong-length-entry"}),
     "prefix-compare": frozenset({"signature.truncated-signature"}),
+    "case-insensitive-compare": frozenset({"signature.case-swapped"}),
     "crash-on-non-utf8": frozenset({"signature.body-not-utf8"}),
     "crash-on-non-json": frozenset({"signature.body-not-json"}),
     "crash-on-timestamp": frozenset({"signature.malformed-headers"}),
@@ -323,6 +325,10 @@ def _verify(state: _State, headers: Mapping[str, str], body: bytes) -> Response 
     for key in keys:
         expected = hmac.digest(key, signed, "sha256")
         matched = matched or any(equal(expected, c) for c in candidates)
+        if "case-insensitive-compare" in bugs:  # a habit from hex, where case means nothing
+            text = base64.b64encode(expected).lower()
+            given = (entry.partition(",")[2].lower().encode() for entry in header.split(" "))
+            matched = matched or any(hmac.compare_digest(text, sig) for sig in given)
     if not matched:
         detail = "no signature matches"
         if "leaky-errors" in bugs:

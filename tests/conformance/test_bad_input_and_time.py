@@ -22,9 +22,11 @@ from conformance.harnesses.fuzz_cases import (
 )
 from conformance.harnesses.signed_requests import WireScheme, padded
 from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
+from conformance.model import CASE_SENSITIVE_SIGNATURES
 from conformance.results import Outcome
 from receiver.durations import parse_seconds
-from receiver.signing import Secret, scheme_named
+from receiver.exceptions import VerificationError
+from receiver.signing import Secret, Verifier, scheme_named
 from tests.conformance import broken_receivers
 from tests.conformance.broken_receivers import (
     PROBE_TOKEN,
@@ -313,3 +315,25 @@ def test_without_a_declared_limit_the_size_scenario_is_skipped_saying_why() -> N
     result = results["size.over-limit"]
     assert result.outcome is Outcome.SKIPPED
     assert "--max-body" in result.message
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_a_case_swapped_signature_is_other_bytes_only_where_the_encoding_has_case(
+    scheme: str,
+) -> None:
+    """signature.case-swapped's value: the genuine header with its signature text's letters in
+    the other case; under base64 other bytes (refused), under hex the same bytes (so the
+    scenario is not run there: comparing hex either way is right)."""
+    wire, headers, body = _genuine(scheme)
+    name = wire.signature_header
+    swapped = wire.case_swapped(body, event_id="evt_1", timestamp=1_700_000_000)
+    assert swapped != headers[name]
+    assert swapped.lower() == headers[name].lower()
+    verifier = Verifier(list(wire.secrets), scheme=wire.scheme)
+    forged = {**headers, name: swapped}
+    if scheme in CASE_SENSITIVE_SIGNATURES:
+        with pytest.raises(VerificationError):
+            verifier.verify(body, forged, now=1_700_000_000)
+    else:
+        assert verifier.verify(body, forged, now=1_700_000_000).event_id
+    assert {"standard", "svix"} == CASE_SENSITIVE_SIGNATURES  # base64; stripe and github: hex

@@ -24,7 +24,13 @@ from tests.conformance.broken_receivers import (
 from tests.conformance.support import SECRET, app_settings, run_in_process
 
 HARDENING_ONLY = frozenset(
-    {"accepts-far-future", "plain-text-errors", "no-body-limit", "body-limit-500"}
+    {
+        "accepts-far-future",
+        "plain-text-errors",
+        "no-body-limit",
+        "body-limit-500",
+        "case-insensitive-compare",
+    }
 )
 """Bugs that break a recommendation (a ``should``), not a guarantee."""
 

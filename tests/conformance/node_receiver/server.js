@@ -33,6 +33,7 @@ const BUGS = {
   "catch-all-200": "answers 200 to every refusal so that the sender stops retrying",
   "header-case": "reads req.headers['Webhook-Id'] (Node lower-cases header names)",
   "starts-with": "compares the base64 strings with expected.startsWith(sig): a prefix passes",
+  "lowercase-compare": "compares sig.toLowerCase() with the expected base64 lower-cased",
   "default-limit": "express.raw() without a limit: express's 100kb default, below the limit declared",
   "lowercase-key": "normalises the dedupe key with eventId.toLowerCase()",
   "queue-every-copy": "queued, but a committed duplicate is queued again (\"the worker dedupes\")",
@@ -86,6 +87,11 @@ function handVerify(bug, headers, raw) {
         if (expected.toString("base64").startsWith(sig)) return null; // a prefix matches too
         continue;
       }
+      if (bug === "lowercase-compare") {
+        // A habit from hex signatures, where case means nothing; in base64 it is other bytes.
+        if (expected.toString("base64").toLowerCase() === sig.toLowerCase()) return null;
+        continue;
+      }
       const given = Buffer.from(sig, "base64");
       if (bug === "timing-safe-equal") {
         if (crypto.timingSafeEqual(given, expected)) return null; // throws on a length mismatch
@@ -105,6 +111,7 @@ const HAND_ROLLED = new Set([
   "future-unbounded",
   "header-case",
   "starts-with",
+  "lowercase-compare",
 ]);
 
 // The documented way: new Webhook(secret).verify(payload, headers), one Webhook per secret.
