@@ -11,7 +11,10 @@ protocol which
 * answers ``431`` and closes once a request head grows past ``max_header_bytes``;
 * answers a request the HTTP parser refuses (a broken request line, a bad ``Content-Length``,
   a header with a control character) with a ``400`` problem, not uvicorn's plain-text one, so
-  that every refusal the receiver sends has the one shape of :mod:`receiver.problems`.
+  that every refusal the receiver sends has the one shape of :mod:`receiver.problems`;
+* serves an ``Upgrade: websocket`` request as the plain HTTP request it also is (the servers run
+  with ``ws="none"``: no WebSocket library answers it), logging one debug line instead of
+  uvicorn's warnings that a WebSocket library is missing.
 
 Everything else (the body, keep-alive, ``limit_concurrency``) is uvicorn's own behaviour, bounded
 by the options in :mod:`receiver.server`.
@@ -106,6 +109,12 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
         if not self.transport.is_closing():
             self.transport.write(_TOO_LARGE if self._head_too_large else _MALFORMED)
             self.transport.close()
+
+    def _unsupported_upgrade_warning(self) -> None:
+        """An ``Upgrade: websocket`` request is served as the plain HTTP request it also is
+        (hookproof serves no WebSocket): one debug line, not uvicorn's two warnings advising a
+        WebSocket library to install."""
+        self.logger.debug("answered an upgrade request as plain HTTP (no WebSocket here)")
 
     def on_message_begin(self) -> None:
         super().on_message_begin()

@@ -88,13 +88,14 @@ def server_config(
     **options: Any,
 ) -> uvicorn.Config:
     """The uvicorn configuration every hookproof server uses (uvloop, httptools with the
-    :class:`ServerLimits`, lifespan on)."""
+    :class:`ServerLimits`, no WebSocket, lifespan on)."""
     return uvicorn.Config(
         app,
         loop="uvloop",
         http=guarded_protocol(
             header_timeout=limits.header_timeout, max_header_bytes=limits.max_header_bytes
         ),
+        ws="none",
         lifespan="on",
         log_level=log_level,
         access_log=False,

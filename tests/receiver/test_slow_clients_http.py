@@ -168,3 +168,29 @@ def test_connections_past_the_concurrency_limit_get_503(http: httpx.Client) -> N
     finally:
         for sock in idle:
             sock.close()
+
+
+UPGRADE = (
+    b"Host: 127.0.0.1\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+    b"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("path", "status", "slug"),
+    [(b"/webhooks", 405, "method-not-allowed"), (b"/elsewhere", 404, "not-found")],
+)
+def test_a_websocket_handshake_is_answered_as_the_plain_request_it_also_is(
+    http: httpx.Client, caplog: pytest.LogCaptureFixture, path: bytes, status: int, slug: str
+) -> None:
+    """No hookproof server speaks WebSocket: an upgrade is never taken (no WebSocket library's
+    plain-text refusal, no 403 handshake), the GET gets the problem any GET there gets, and the
+    log is not told to install a WebSocket library."""
+    with _connect(http) as sock:
+        sock.sendall(b"GET " + path + b" HTTP/1.1\r\n" + UPGRADE)
+        answer = read_answer(sock)  # the keep-alive bound closes it
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 %d" % status), answer[:200]
+    assert b"content-type: application/problem+json" in head
+    assert json.loads(body)["type"] == f"https://hookproof.dev/problems/{slug}"
+    assert not [r for r in caplog.records if "WebSocket" in r.getMessage()]
