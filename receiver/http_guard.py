@@ -12,9 +12,9 @@ protocol which
 * answers a request the HTTP parser refuses (a broken request line, a bad ``Content-Length``,
   a header with a control character) with a ``400`` problem, not uvicorn's plain-text one, so
   that every refusal the receiver sends has the one shape of :mod:`receiver.problems`;
-* serves an ``Upgrade: websocket`` request as the plain HTTP request it also is (the servers run
-  with ``ws="none"``: no WebSocket library answers it), logging one debug line instead of
-  uvicorn's warnings that a WebSocket library is missing.
+* serves a request asking to upgrade its connection (``websocket``, ``h2c``) as the plain HTTP
+  request it also is (the servers run with ``ws="none"``: no WebSocket library answers it),
+  logging one debug line instead of uvicorn's warnings that a WebSocket library is missing.
 
 Everything else (the body, keep-alive, ``limit_concurrency``) is uvicorn's own behaviour, bounded
 by the options in :mod:`receiver.server`.
@@ -111,10 +111,10 @@ class _GuardedHttpToolsProtocol(HttpToolsProtocol):
             self.transport.close()
 
     def _unsupported_upgrade_warning(self) -> None:
-        """An ``Upgrade: websocket`` request is served as the plain HTTP request it also is
-        (hookproof serves no WebSocket): one debug line, not uvicorn's two warnings advising a
-        WebSocket library to install."""
-        self.logger.debug("answered an upgrade request as plain HTTP (no WebSocket here)")
+        """A request asking to upgrade its connection (``websocket``, ``h2c``) is served as the
+        plain HTTP request it also is (hookproof upgrades none): one debug line, not uvicorn's
+        two warnings advising a WebSocket library to install."""
+        self.logger.debug("served an upgrade request as plain HTTP (no upgrade is offered)")
 
     def on_message_begin(self) -> None:
         super().on_message_begin()
