@@ -88,22 +88,38 @@ def _settings(base: str, secret: str) -> CheckSettings:
     )
 
 
-async def _catalogue(base: str, secret: str) -> tuple[float, int, RunFinished]:
+async def _catalogue(
+    base: str, secret: str, *, in_flight: list[float] | None = None
+) -> tuple[float, int, RunFinished]:
+    """One catalogue run: its seconds, its HTTP requests and its result. ``in_flight``, when
+    given, receives the seconds during which at least one request was under way (from its
+    sending to its answer's head), for ``profile_conformance.py``."""
     settings = _settings(base, secret)
     count = 0
+    outstanding, since, busy = 0, 0.0, 0.0
 
     async def counted(request: httpx.Request) -> None:
-        nonlocal count
+        nonlocal count, outstanding, since
         count += 1
+        if outstanding == 0:
+            since = time.perf_counter()
+        outstanding += 1
 
+    async def answered(response: httpx.Response) -> None:
+        nonlocal outstanding, busy
+        outstanding -= 1
+        if outstanding == 0:
+            busy += time.perf_counter() - since
+
+    hooks = {"request": [counted], "response": [answered] if in_flight is not None else []}
     last = _Last()
-    async with sender_client(
-        event_hooks={"request": [counted]}, limits=httpx.Limits(max_connections=32)
-    ) as client:
+    async with sender_client(event_hooks=hooks, limits=httpx.Limits(max_connections=32)) as client:
         started = time.perf_counter()
         await run_check(settings, [last], client=client)
         elapsed = time.perf_counter() - started
     assert last.finished is not None
+    if in_flight is not None:
+        in_flight.append(busy)
     return elapsed, count, last.finished
 
 

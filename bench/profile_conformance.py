@@ -3,9 +3,10 @@
 A diagnostic beside ``bench_conformance.py`` (same receiver, same catalogue, same floor): for
 ``--runs`` catalogue runs and as many floor runs it prints each thread's CPU per run (read from
 ``/proc/self/task``, so Linux only: the runner's thread, the receiver's server thread, the inbox's
-writer), the inbox's durable batches per run and the median wait of a commit, and a cProfile of
-the runner's thread summed by package (hookproof's own code against httpx, httpcore, anyio and
-h11). Run: ``.venv/bin/python bench/profile_conformance.py [--runs 20]``.
+writer), how much of a run's time a request was under way and how much the runner spent alone
+between requests, the inbox's durable batches per run and the median wait of a commit, and a
+cProfile of the runner's thread summed by package (hookproof's own code against httpx, httpcore,
+anyio and h11). Run: ``.venv/bin/python bench/profile_conformance.py [--runs 20]``.
 """
 
 from __future__ import annotations
@@ -99,14 +100,15 @@ def main() -> int:
             inbox = inboxes[-1]
             batches, waits[:] = inbox.stats.batches, []
             before = _cpu_by_thread()
+            walls, in_flight = [], list[float]()
             for _ in range(runs):
-                asyncio.run(_catalogue(reference, secret))
+                walls.append(asyncio.run(_catalogue(reference, secret, in_flight=in_flight))[0])
             catalogue_cpu = _per_run(before, _cpu_by_thread(), runs)
             batches = (inbox.stats.batches - batches) / runs
             before = _cpu_by_thread()
-            for _ in range(runs):
-                asyncio.run(_floor(floor, requests, BODY))
+            floors = [asyncio.run(_floor(floor, requests, BODY)) for _ in range(runs)]
             floor_cpu = _per_run(before, _cpu_by_thread(), runs)
+            median_wait = statistics.median(waits) * 1000 if waits else 0.0  # unprofiled runs
             profile = cProfile.Profile()
             profile.enable()
             for _ in range(runs):
@@ -118,9 +120,14 @@ def main() -> int:
         by_package[_package(filename)] += own
     total = sum(by_package.values())
     print(f"{runs} runs of the catalogue ({requests} requests) and of the floor")
+    wall, busy = statistics.median(walls) * 1000, statistics.median(in_flight) * 1000
+    print(
+        f"time per catalogue run: {wall:.0f} ms, a request under way {busy:.0f} ms of it, "
+        f"the runner alone between requests {wall - busy:.0f} ms; per floor run: "
+        f"{statistics.median(floors) * 1000:.0f} ms (medians)"
+    )
     print(f"CPU per catalogue run: {catalogue_cpu}")
     print(f"CPU per floor run:     {floor_cpu}")
-    median_wait = statistics.median(waits) * 1000 if waits else 0.0
     print(f"inbox: {batches:.0f} batches per run, a commit waits {median_wait:.2f} ms (median)")
     print("runner thread's profile, own time by package:")
     for package, seconds in sorted(by_package.items(), key=lambda item: -item[1]):

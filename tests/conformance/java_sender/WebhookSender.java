@@ -29,7 +29,7 @@
  * retry-after-int-only  | Retry-After parsed with Integer.parseInt only: an HTTP date throws,
  *                       | and the retry goes out at once
  * retry-every-non-2xx   | retries every non-2xx status, 400/401/403/410/422 included
- * fixed-delay           | a fixed 0.75 s delay between attempts, no backoff
+ * fixed-delay           | a fixed 0.4 s delay between attempts, no backoff
  * async-overlap         | sendAsync per attempt without waiting for its answer: a slow answer
  *                       | is taken as a failure and the next attempt overlaps it
  * ioexception-delivered | an IOException once the request was written counts as delivered
@@ -164,7 +164,7 @@ public final class WebhookSender {
     /** Backoff before attempt n+1, after attempt n (n >= 1), in milliseconds. */
     long backoffMillis(int attemptsMade) {
         if (is("fixed-delay")) {
-            return 750;
+            return 400;
         }
         double ceiling = Math.min(maxDelay, baseDelay * Math.pow(2, attemptsMade - 1));
         double seconds = fullJitter ? ThreadLocalRandom.current().nextDouble() * ceiling : ceiling;
