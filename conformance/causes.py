@@ -50,6 +50,9 @@ CAUSES: Mapping[str, str] = {
     "verify": "verify the signature over the raw body with every active secret before acting on "
     "a delivery",
     "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
+    "parse-unverified": "verify the raw body before reading it, or read an unverified body "
+    "defensively: JSON of any shape or depth (null, a list, wrong field types, 2,000 levels) "
+    "is a 4xx, never a 5xx",
     "compare": "compare the whole signature, exactly, in constant time (hmac.compare_digest, "
     "crypto.timingSafeEqual after a length check): never a prefix of it, never ignoring case",
     "event-id": "refuse a delivery without a usable event id (400): it could never be deduplicated",
@@ -96,6 +99,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.malformed-*", "parse"),
     ("signature.wrong-length-entry", "parse"),
     ("signature.body-not-*", "parse"),
+    ("signature.body-odd-json", "parse-unverified"),
     ("signature.truncated-signature", "compare"),
     ("signature.case-swapped", "compare"),
     ("signature.rotation", "signature-list"),

@@ -208,6 +208,16 @@ SCENARIOS: tuple[Scenario, ...] = (
         "and never applied.",
         "not-json",
     ),
+    _fuzzed(
+        "body-odd-json",
+        "Unsigned JSON of any shape or depth",
+        "A body that parses as JSON but is no event — null, a list, a string, a number, {}, "
+        "fields of the wrong types, lists nested 2,000 deep — under a signature that does not "
+        "match it is refused with a 4xx, never a 5xx, and never applied: a receiver that reads "
+        "the body before verifying it (to route on its type, log its id or pick a tenant's "
+        "secret) must not trip on what an unauthenticated client sends.",
+        "odd-json",
+    ),
     Scenario(
         id="signature.rotation",
         title="Secret rotation: two signatures, one valid",

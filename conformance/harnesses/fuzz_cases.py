@@ -1,7 +1,7 @@
 """Structure-aware bad input: for each scheme, every header's grammar broken one way at a time,
-wrong lengths and encodings, well-formed entries of the wrong length, and bodies that are not
-UTF-8 or not JSON (signed and unsigned, the empty body included), and each webhook header repeated
-with a second, different value.
+wrong lengths and encodings, well-formed entries of the wrong length, bodies that are not
+UTF-8 or not JSON (signed and unsigned, the empty body included), unsigned JSON of a shape or
+depth no event has, and each webhook header repeated with a second, different value.
 
 The driver is generic: each scheme object says what its headers are, the role each carries and
 the broken shapes of its grammar (``broken_headers``), and how a signature of any length is
@@ -12,7 +12,8 @@ genuine signature: values are garbage, signatures of the wrong length or of anot
 signed content is changed. So the one right answer to each is a 4xx (never a 5xx, never applied),
 whatever the receiver's parser tolerates. Cases are data — a name and the request's headers and
 body — built by :func:`header_cases`, :func:`wrong_length_cases`, :func:`truncated_cases`,
-:func:`case_swapped_cases`, :func:`body_cases` and :func:`repeated_cases`. A repeated header is
+:func:`case_swapped_cases`, :func:`body_cases`, :func:`odd_json_cases` and
+:func:`repeated_cases`. A repeated header is
 the one case whose right answer may be a 2xx: the genuine copy was already delivered, so a
 receiver that reads one of the values and recognises the duplicate keeps every guarantee; the
 must is that no second effect appears (under either id) and that nothing answers 5xx.
@@ -32,6 +33,7 @@ __all__ = [
     "body_cases",
     "case_swapped_cases",
     "header_cases",
+    "odd_json_cases",
     "repeated_cases",
     "wrong_length_cases",
 ]
@@ -44,6 +46,21 @@ ARABIC_DIGITS = NON_ASCII_DIGITS  # Python's int() accepts them; the signed text
 NOT_UTF8 = b'{"type":"hookproof.conformance.ping","data":{"note":"\xff\xfe\xc3\x28"}}'
 NOT_JSON = b"type=hookproof.conformance.ping&data=not+json"
 TRUNCATED = b'{"type": "hookproof.conformance.ping", "data": '
+NESTING = 2000
+"""How deep the nested case goes: past Python's recursion limit (``json.loads`` raises
+``RecursionError``, not the ``ValueError`` a parse guard catches) and Jackson's default of 1000,
+in 4,000 bytes (within a small declared body limit)."""
+ODD_JSON: Mapping[str, bytes] = {
+    "null": b"null",
+    "list": b"[]",
+    "string": b'"hookproof.conformance.ping"',
+    "number": b"0",
+    "empty-object": b"{}",
+    "wrong-types": b'{"id":{},"type":[],"created_at":true,"data":null,"account":7}',
+    f"lists-{NESTING}-deep": b"[" * NESTING + b"]" * NESTING,
+}
+"""JSON that parses, but is no event: what ``payload["type"]``, ``payload.data.tenant`` or a
+recursive parser trips on when it reads the body before verifying it."""
 
 
 @dataclass(frozen=True)
@@ -158,6 +175,14 @@ def body_cases(
         cases.append(FuzzCase(f"{kind}#{index}:signed", {**genuine, **signed}, bad))
         cases.append(FuzzCase(f"{kind}#{index}:unsigned", genuine, bad))
     return cases
+
+
+def odd_json_cases(headers: Mapping[str, str]) -> list[FuzzCase]:
+    """The genuine headers over a body of :data:`ODD_JSON` instead of the genuine one: the
+    signature does not match, so each is refused — by a receiver that verifies before it reads
+    the body, or that reads it defensively."""
+    genuine = {k: v.encode("latin-1") for k, v in headers.items()}
+    return [FuzzCase(f"odd-json:{name}:unsigned", genuine, bad) for name, bad in ODD_JSON.items()]
 
 
 def repeated_cases(

@@ -435,11 +435,28 @@ _EARLY_CLOSE_BYTES = 64 * 1024
 """A body this large may still be in flight when a receiver answers early and closes."""
 
 
+_NO_ANSWER_WORDS: tuple[tuple[type[httpx.HTTPError], str], ...] = (
+    (
+        httpx.RemoteProtocolError,
+        "the connection closed without a complete answer (a crash the server survived by "
+        "dropping the connection: Go's net/http does so after a panic)",
+    ),
+    (httpx.ReadError, "the connection was reset while the answer was awaited"),
+    (httpx.WriteError, "the connection was reset while the request was sent"),
+    (httpx.ConnectError, "the connection could not be opened"),
+)
+"""What each kind of transport failure says about the receiver, first match wins."""
+
+
 def _no_answer(error: httpx.HTTPError, body_bytes: int) -> str:
     """Why an exchange has no answer, saying so when the connection died under a large body:
     a receiver that answers early (a 413) and closes without reading the rest loses its answer
     to the TCP reset, and a sender sees a network error, not the refusal."""
-    said = f"no answer: {error.__class__.__name__}: the request failed"
+    words = next(
+        (words for kind, words in _NO_ANSWER_WORDS if isinstance(error, kind)),
+        "the request failed",
+    )
+    said = f"no answer: {error.__class__.__name__}: {words}"
     closed = isinstance(error, httpx.WriteError | httpx.ReadError | httpx.RemoteProtocolError)
     if closed and body_bytes >= _EARLY_CLOSE_BYTES:
         said += (

@@ -18,6 +18,7 @@ from conformance.harnesses.fuzz_cases import (
     body_cases,
     case_swapped_cases,
     header_cases,
+    odd_json_cases,
     repeated_cases,
     truncated_cases,
     wrong_length_cases,
@@ -83,6 +84,8 @@ def _fuzz_cases(
     if kind == "case-swapped":
         swapped = scheme.case_swapped(event.body, event_id=event.event_id, timestamp=stamp)
         return case_swapped_cases(signed, event.body, scheme.signature_header, swapped)
+    if kind == "odd-json":
+        return odd_json_cases(signed)
     if kind == "repeated":
         other_id = run.event(other).event_id
         return repeated_cases(scheme.name, signed, event.body, stamp, run.rng, other_id=other_id)
@@ -101,7 +104,8 @@ async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     values), ``unsigned-id`` (the same for the headers it does not cover), ``wrong-length``,
     ``truncated`` (a prefix of the genuine signature), ``case-swapped`` (the genuine signature
     with its letters' case swapped),
-    ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), or ``repeated`` (each webhook
+    ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), ``odd-json`` (unsigned JSON of
+    a shape or depth no event has), or ``repeated`` (each webhook
     header twice, the second value's id being event ``other``'s)."""
     event = run.event(args["event"])
     kind = str(args.get("kind", "headers"))

@@ -77,6 +77,9 @@ BROKEN: Mapping[str, str] = {
     "limit-below-declared": "keeps a framework default of 1 KiB, below the limit it declares",
     "case-insensitive-ids": "keys its inbox on the event id COLLATE NOCASE (as MySQL's default "
     "collation does)",
+    "routes-before-verify": "reads the event's type from the body to pick its handler before "
+    "verifying, guarding only json.JSONDecodeError: null, a list or lists nested past the "
+    "recursion limit raise a 500",
 }
 """Every broken receiver: its bug in words."""
 
@@ -157,6 +160,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "body-limit-500": frozenset({"size.over-limit"}),
     "limit-below-declared": frozenset({"size.within-limit"}),
     "case-insensitive-ids": frozenset({"idempotency.case-distinct-ids"}),
+    "routes-before-verify": frozenset({"signature.body-odd-json"}),
 }
 """For each broken receiver, the scenarios that must fail against it (with a probe)."""
 
@@ -408,6 +412,13 @@ def plain_receiver(
             row = db.execute("SELECT state FROM inbox WHERE key=?", (event_id,)).fetchone()
             if row is not None and row[0] == "committed":
                 return JSONResponse({"status": "already applied"})
+        if "routes-before-verify" in bugs:
+            try:  # the event family picks the handler: null, [] or {} raise, so does nesting
+                family = json.loads(body)["type"].split(".")[0]
+            except json.JSONDecodeError:
+                return _problem(state, 400, "invalid-payload", "the body is not JSON")
+            if not family:
+                return _problem(state, 400, "invalid-payload", "the event has no type")
         if headers.get("webhook-id") in state.seen:  # the "seen set" receivers' dedupe
             return JSONResponse({"status": "duplicate"})
         event_id, refusal = authenticate(headers, body)

@@ -4,6 +4,7 @@ secret in turn, the real gap of every duplicate and ``--patience``, and ``--max-
 from __future__ import annotations
 
 import base64
+import json
 import random
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from conformance.harnesses.exchanges import seconds_text
 from conformance.harnesses.fuzz_cases import (
     body_cases,
     header_cases,
+    odd_json_cases,
     repeated_cases,
     wrong_length_cases,
 )
@@ -337,3 +339,30 @@ def test_a_case_swapped_signature_is_other_bytes_only_where_the_encoding_has_cas
     else:
         assert verifier.verify(body, forged, now=1_700_000_000).event_id
     assert {"standard", "svix"} == CASE_SENSITIVE_SIGNATURES  # base64; stripe and github: hex
+
+
+@pytest.mark.parametrize("scheme", sorted(SCHEMES))
+def test_odd_json_cases_parse_are_no_event_and_none_is_authentic(scheme: str) -> None:
+    """signature.body-odd-json's bodies: each parses as JSON (the nested one past Python's
+    recursion limit, where ``json.loads`` raises ``RecursionError``, not ``ValueError``), none
+    is a JSON object with a string ``type``, all fit a 4 KiB body limit, and each carries the
+    genuine body's headers, so every one fails verification under the scheme."""
+    wire, headers, _ = _genuine(scheme)
+    cases = odd_json_cases(headers)
+    assert len({case.body for case in cases}) == len(cases) == 7
+    verifier = Verifier(list(wire.secrets), scheme=wire.scheme)
+    nested = 0
+    for case in cases:
+        assert len(case.body) <= 4096, case.name
+        assert case.name.endswith(":unsigned")
+        sent = {k: v.decode("latin-1") for k, v in case.headers.items()}
+        assert sent == headers
+        with pytest.raises(VerificationError):
+            verifier.verify(case.body, sent, now=1_700_000_000)
+        try:
+            document = json.loads(case.body)
+        except RecursionError:
+            nested += 1
+            continue
+        assert not (isinstance(document, dict) and isinstance(document.get("type"), str))
+    assert nested == 1

@@ -58,6 +58,7 @@ NODE_MUST_FAIL: dict[str, frozenset[str]] = {
         {"idempotency.sequential-duplicate", "idempotency.late-duplicate"}
     ),
     "lru-cache": frozenset({"idempotency.duplicate-after-other-events"}),
+    "tenant-from-body": frozenset({"signature.body-odd-json"}),
 }
 """For each broken Node variant (``BUGS`` in server.js), the scenarios that must fail."""
 

@@ -297,6 +297,48 @@ def test_a_receiver_closing_connections_after_a_500_is_reported_as_a_500(server:
     ]
 
 
+async def _drop_on_odd_json(
+    request: Request, state: Connection, writer: asyncio.StreamWriter
+) -> bool:
+    """Reads ``data`` of every webhook's JSON body before anything else, the way a Go handler's
+    unchecked type assertion does: a body without it "panics", and the connection is dropped
+    unanswered (net/http's recovery); other webhooks are refused 401, the probe answers 404,
+    a GET of the webhook path 405."""
+    if request.path.startswith("/_hookproof/events/"):
+        writer.write(_probe_answer(request, TOKEN))
+        return True
+    if request.method == "GET":
+        writer.write(_answer(405))
+        return True
+    try:
+        document = json.loads(request.body)
+        document["data"]["tenant"] = "read"
+    except (ValueError, TypeError, KeyError, RecursionError):
+        return False
+    writer.write(_answer(401, b'{"title": "no signature matches"}'))
+    return True
+
+
+def test_a_dropped_connection_is_said_to_close_without_an_answer_not_just_to_fail() -> None:
+    collector = Collector()
+    with serving(_drop_on_odd_json) as base:
+        settings = CheckSettings(
+            url=f"{base}/webhooks",
+            secrets=(SECRET,),
+            probe=f"{base}/_hookproof/events",
+            probe_token=TOKEN,
+            select=("signature.body-odd-json",),
+            timeout=2.0,
+            seed=3,
+        )
+        asyncio.run(run_check(settings, [collector]))
+    (odd,) = collector.results
+    assert odd.outcome is Outcome.FAILED, odd.message
+    observed = odd.failures[0].observed
+    assert observed.startswith("7 of 7 answers: no answer: RemoteProtocolError: ")
+    assert "the connection closed without a complete answer" in observed
+
+
 def test_a_wrong_probe_token_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with serving(_guarded_probe) as base:
         argv = _check(base, "--probe", f"{base}/_hookproof/events", "--probe-token", "wrong")

@@ -27,6 +27,7 @@ Variants (one realistic Flask bug each, apart from the docs and correct ones):
 | std-first-secret | standard | only the first configured secret |
 | std-latin1 | standard | ``request.get_data(as_text=True).encode('latin-1')`` |
 | std-no-max-content | standard | no body limit at all (``MAX_CONTENT_LENGTH`` unset) |
+| std-get-json-first | standard | reads ``request.get_json(force=True)["type"]`` before verifying: ``null``, a list or JSON nested past the recursion limit (``RecursionError``, which ``get_json`` does not turn into a 400) is a 500 |
 | std-abort-unknown | standard | ``abort(500)`` on an event type it has no handler for |
 | std-locked-500 | standard | SQLite connection with ``timeout=0``: ``database is locked`` under concurrent threads is a 500 |
 | std-mark-first | standard | marks the event processed (committed) before the work, so a concurrent copy gets 200 early |
@@ -387,6 +388,15 @@ class FormConsumed(CarefulStandard):
         return req.stream.read()
 
 
+class GetJsonFirst(CarefulStandard):
+    variant = "std-get-json-first"
+    last_type: str | None = None
+
+    def raw_body(self, req: Request) -> bytes:
+        self.last_type = req.get_json(force=True)["type"]  # for the log line, before verifying
+        return req.get_data(cache=True)
+
+
 class EnvironKey(CarefulStandard):
     variant = "std-environ-key"
 
@@ -602,6 +612,7 @@ CAREFUL: list[CarefulStandard] = [
     CarefulStripe(),
     JsonReserialised(),
     FormConsumed(),
+    GetJsonFirst(),
     EnvironKey(),
     NarrowExcept(),
     IntegrityAfterWork(),

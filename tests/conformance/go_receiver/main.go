@@ -41,6 +41,9 @@
 //	prefix-compare       hmac.Equal(got, expected[:len(got)]): a truncated signature matches
 //	utf8-unchecked       trusts json.Unmarshal to refuse a body that is not UTF-8 (it does not:
 //	                     invalid bytes become U+FFFD and the event is applied)
+//	tenant-assert        reads data.tenant from the body before verifying, to pick the tenant,
+//	                     with unchecked type assertions: null, a list or {} panics, and net/http
+//	                     drops the connection unanswered
 package main
 
 import (
@@ -91,6 +94,7 @@ var variantNames = []string{
 	"duration-as-seconds",
 	"prefix-compare",
 	"utf8-unchecked",
+	"tenant-assert",
 }
 
 type entry struct {
@@ -359,6 +363,17 @@ func (s *server) webhook(v *variant, w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "missing-headers",
 			"webhook-id, webhook-timestamp and webhook-signature are required")
 		return
+	}
+	if v.bug == "tenant-assert" {
+		var peeked interface{}
+		if err := json.Unmarshal(body, &peeked); err != nil {
+			problem(w, http.StatusBadRequest, "invalid-payload", "the body is not JSON")
+			return
+		}
+		data := peeked.(map[string]interface{})["data"].(map[string]interface{})
+		if tenant, _ := data["tenant"].(string); tenant != "" {
+			w.Header().Set("X-Tenant", tenant)
+		}
 	}
 	if v.bug == "record-before-verify" {
 		v.mu.Lock()

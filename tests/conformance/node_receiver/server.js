@@ -38,6 +38,9 @@ const BUGS = {
   "lowercase-key": "normalises the dedupe key with eventId.toLowerCase()",
   "queue-every-copy": "queued, but a committed duplicate is queued again (\"the worker dedupes\")",
   "lru-cache": "keeps its dedupe keys in an LRU cache of the 50 most recent events (in memory)",
+  "tenant-from-body":
+    "reads JSON.parse(body).data.tenant to pick the tenant before verifying (a SyntaxError is " +
+    "caught; null, a list or a number throws a 500)",
 };
 const LRU_SIZE = 50;
 
@@ -149,6 +152,15 @@ function variant(bug) {
     try {
       const raw = Buffer.isBuffer(req.body) ? req.body : req.body || {};
       const eventId = req.headers["webhook-id"] || "";
+      if (bug === "tenant-from-body") {
+        let peeked;
+        try {
+          peeked = JSON.parse(raw.toString("utf8"));
+        } catch (error) {
+          return problem(res, 400, "invalid-payload", "the body is not JSON");
+        }
+        req.tenant = peeked.data.tenant || "default"; // TypeError when there is no .data
+      }
       if (bug === "seen-before-verify") {
         if (seen.has(eventId)) return res.json({ status: "duplicate" });
         seen.add(eventId);
