@@ -73,6 +73,9 @@ CAUSES: Mapping[str, str] = {
     "retry or redrive (days), not in a cache of recent ids or a record that expires in seconds",
     "in-flight": "claim the event id atomically; answer a copy that arrives mid-processing 503 "
     "with Retry-After",
+    "hang-up": "finish (or wholly undo) a delivery whose sender hung up: do not tie the "
+    "handler's work to the connection (a cancelled request context, an aborted handler) once "
+    "the event id is recorded, and commit the id with its effect in one transaction",
     "ack": "acknowledge the generic event with 2xx only after committing it",
     "latency": "answer within the sender's timeout: commit, acknowledge, then do slow work",
     "problem": "answer refusals with application/problem+json",
@@ -116,6 +119,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("clock.*", "stale"),
     ("idempotency.in-flight-*", "in-flight"),
     ("idempotency.concurrent-*", "in-flight"),
+    ("idempotency.sender-hung-up", "hang-up"),
     ("idempotency.late-duplicate", "retention"),
     ("idempotency.duplicate-after-other-events", "retention"),
     ("idempotency.*", "dedupe"),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Mapping, Sequence
+from typing import Any
 
 import httpx
 
@@ -27,14 +28,21 @@ async def request_within(
     within_s: float,
     headers: Mapping[str, str] | Sequence[tuple[bytes, bytes]] | None = None,
     content: bytes | AsyncIterator[bytes] | None = None,
+    extensions: Mapping[str, Any] | None = None,
 ) -> httpx.Response:
     """The complete answer to one request within ``within_s`` seconds, or
-    :class:`~conformance.exceptions.DeadlineExceeded` (saying whether anything answered)."""
+    :class:`~conformance.exceptions.DeadlineExceeded` (saying whether anything answered).
+    ``extensions`` are httpx's request extensions (``trace``: httpcore's progress events)."""
     status: int | None = None
     try:
         async with asyncio.timeout(within_s):
             request = client.build_request(
-                method, url, headers=headers, content=content, timeout=within_s
+                method,
+                url,
+                headers=headers,
+                content=content,
+                timeout=within_s,
+                extensions=dict(extensions) if extensions else None,
             )
             response = await client.send(request, stream=True, follow_redirects=False)
             try:

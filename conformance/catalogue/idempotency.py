@@ -160,6 +160,35 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
     ),
     Scenario(
+        id="idempotency.sender-hung-up",
+        title="The sender hangs up before the answer, then retries",
+        guarantee="When the sender closes the connection the moment its request is sent (its "
+        "timeout passed, or it crashed: the acknowledgement is lost), the event is still "
+        "applied exactly once: the retries that follow are answered 2xx or asked to come back "
+        "later (never another 5xx), one of them within --timeout is 2xx, and the probe shows "
+        "one effect. A handler tied to the connection (a cancelled request context, a 'close' "
+        "listener) that stops after recording the event id loses it.",
+        severity=Severity.MUST,
+        tags=frozenset({Harness.R, Harness.C}),
+        steps=(
+            step("deliver_hang_up", event="a", label="hung-up"),
+            step("deliver_until_answered", event="a", label="retries"),
+        ),
+        expectations=(
+            expect(
+                "status",
+                "every retry is 2xx or 503",
+                label="retries",
+                allowed=("2xx", "503"),
+                refusal="in_flight",
+            ),
+            expect(
+                "status_some", "a retry within --timeout is 2xx", label="retries", allowed=("2xx",)
+            ),
+            ONCE,
+        ),
+    ),
+    Scenario(
         id="idempotency.redrive-duplicate",
         title="Duplicate after a redrive hours later",
         guarantee="A redrive of an event the receiver already applied, hours later and freshly "

@@ -12,6 +12,7 @@ only read it.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import functools
 import itertools
@@ -46,7 +47,7 @@ from receiver.signing import Secret
 if TYPE_CHECKING:
     from conformance.harnesses.sender_steps import SenderDriver
 
-__all__ = ["EventOnWire", "RateLimiter", "WireOptions", "WireRun"]
+__all__ = ["HUNG_UP", "EventOnWire", "RateLimiter", "WireOptions", "WireRun"]
 
 BODY_LIMIT = 64 * 1024
 
@@ -342,8 +343,53 @@ class WireRun:
             if together is not None:
                 together.done()
 
+    async def send_and_hang_up(self, label: str, request: WireRequest, event_id: str) -> Exchange:
+        """Send ``request`` and close its connection the moment the whole request is written,
+        before any answer: a sender whose timeout passed, or that crashed, and never learns the
+        answer (a lost acknowledgement). The exchange kept under ``label`` says so. Where no
+        connection carries the request (an app in process, httpx's ASGI transport) there is
+        nothing to hang up: the answer is kept as the receiver gave it."""
+        await self.limiter.wait()
+        written = asyncio.Event()
+
+        async def trace(name: str, info: Mapping[str, Any]) -> None:
+            if name.endswith(".send_request_body.complete"):
+                written.set()
+
+        started = time.perf_counter()
+        first = self.first_sent.get(event_id)
+        sending = asyncio.ensure_future(
+            self._send(label, request, event_id, None, extensions={"trace": trace})
+        )
+        waiting = asyncio.ensure_future(written.wait())
+        try:
+            await asyncio.wait({sending, waiting}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if sending.done():  # answered before the whole request was written: kept as it came
+            return sending.result()
+        sending.cancel()  # httpcore closes a connection whose answer was not read
+        with contextlib.suppress(asyncio.CancelledError):
+            await sending
+        exchange = Exchange(
+            request,
+            None,
+            time.perf_counter() - started,
+            error=HUNG_UP,
+            event_id=event_id,
+            gap_s=started - first if first is not None and started > first else None,
+        )
+        self._keep(label, exchange)
+        return exchange
+
     async def _send(
-        self, label: str, request: WireRequest, event_id: str, together: GatedCopy | None
+        self,
+        label: str,
+        request: WireRequest,
+        event_id: str,
+        together: GatedCopy | None,
+        *,
+        extensions: Mapping[str, Any] | None = None,
     ) -> Exchange:
         started = time.perf_counter()
         client = self.http_for(event_id)
@@ -362,6 +408,7 @@ class WireRun:
                 headers=headers,
                 content=content,
                 within_s=timeout,
+                extensions=extensions,
             )
         except httpx.LocalProtocolError as error:
             raise HarnessError(f"the runner built an invalid request: {error}") from None
@@ -430,6 +477,9 @@ def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
     wrong: Secret = scheme.scheme.mint_secret(bytes(rng.getrandbits(8) for _ in range(24)))
     return wrong
 
+
+HUNG_UP = "hung up by the runner once the whole request was sent, before any answer"
+"""What the exchange of a copy the runner hung up on says (:meth:`WireRun.send_and_hang_up`)."""
 
 _EARLY_CLOSE_BYTES = 64 * 1024
 """A body this large may still be in flight when a receiver answers early and closes."""

@@ -12,6 +12,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from conformance.answers import RETRY_LATER
 from conformance.exceptions import HarnessError
 from conformance.harnesses.fuzz_cases import (
     FuzzCase,
@@ -182,6 +183,36 @@ async def _copy_in_flight(run: WireRun, event: EventOnWire, label: str) -> None:
         return
     snapshot = await run.read_probe(event.event_id)
     run.observations.setdefault(label, []).append((exchange, snapshot))
+
+
+RETRY_BACKOFF_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+"""The waits between the copies of ``deliver_until_answered`` (the last one repeats)."""
+
+
+@action("deliver_hang_up")
+async def _deliver_hang_up(run: WireRun, args: Mapping[str, Any]) -> None:
+    """A copy whose connection the runner closes the moment the whole request is sent, before
+    any answer (:meth:`WireRun.send_and_hang_up`): the acknowledgement is lost."""
+    event = run.event(args["event"])
+    await run.send_and_hang_up(args["label"], run.signed(event), event.event_id)
+
+
+@action("deliver_until_answered")
+async def _deliver_until_answered(run: WireRun, args: Mapping[str, Any]) -> None:
+    """Freshly signed copies, as a sender's retries, until one is answered other than "come
+    back later" (:data:`~conformance.answers.RETRY_LATER`) or ``--timeout`` has passed since the
+    first: waits of :data:`RETRY_BACKOFF_S` between them (shorter than a real sender's, so
+    ``Retry-After`` is not waited out: a receiver answers a copy in flight the same however
+    soon it comes)."""
+    event = run.event(args["event"])
+    deadline = time.perf_counter() + run.options.timeout
+    for attempt in range(10_000):  # ends at the deadline; the bound only makes that plain
+        exchange = await run.send(args["label"], run.signed(event), event.event_id)
+        remaining = deadline - time.perf_counter()
+        if exchange.status not in RETRY_LATER or remaining <= 0:
+            return
+        wait = RETRY_BACKOFF_S[min(attempt, len(RETRY_BACKOFF_S) - 1)]
+        await asyncio.sleep(min(wait, remaining))  # real time: the first copy's work goes on
 
 
 @action("deliver_many")

@@ -112,6 +112,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
             "idempotency.redrive-duplicate",
             "idempotency.double-redrive",
             "idempotency.in-flight-duplicate",
+            "idempotency.sender-hung-up",
             "story.renewal-reminder",
         }
     ),

@@ -339,6 +339,46 @@ def test_a_dropped_connection_is_said_to_close_without_an_answer_not_just_to_fai
     assert "the connection closed without a complete answer" in observed
 
 
+def test_the_runner_hangs_up_on_the_first_copy_once_its_request_is_written() -> None:
+    """idempotency.sender-hung-up over real HTTP: the server reads the first copy whole and
+    then sees the connection end (EOF) with no answer asked of it; the retries that follow on
+    other connections are answered 200, and the scenario passes."""
+    seen: list[str] = []
+
+    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while (request := await _read_request(reader)) is not None:
+                if request.method == "GET":
+                    writer.write(_answer(405))
+                elif not seen:
+                    try:  # within a second: well before the runner's own 3 s timeout
+                        rest = await asyncio.wait_for(reader.read(1), timeout=1)
+                    except TimeoutError:
+                        rest = b"still open"
+                    seen.append("hung up" if rest == b"" else "kept open")
+                    return
+                else:
+                    seen.append("retry")
+                    writer.write(_answer(200, b'{"ok": true}'))
+                await writer.drain()
+        finally:
+            writer.close()
+
+    collector = Collector()
+    with _in_a_thread(connection) as base:
+        settings = CheckSettings(
+            url=f"{base}/webhooks",
+            secrets=(SECRET,),
+            select=("idempotency.sender-hung-up",),
+            timeout=3.0,
+            seed=3,
+        )
+        asyncio.run(run_check(settings, [collector]))
+    (result,) = collector.results
+    assert seen == ["hung up", "retry"]
+    assert result.outcome is Outcome.PASSED, result.failures
+
+
 def test_a_wrong_probe_token_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     with serving(_guarded_probe) as base:
         argv = _check(base, "--probe", f"{base}/_hookproof/events", "--probe-token", "wrong")

@@ -41,6 +41,9 @@
 //	prefix-compare       hmac.Equal(got, expected[:len(got)]): a truncated signature matches
 //	utf8-unchecked       trusts json.Unmarshal to refuse a body that is not UTF-8 (it does not:
 //	                     invalid bytes become U+FFFD and the event is applied)
+//	ctx-abandon          does the work under the request's context (as a database call given
+//	                     r.Context() does) after recording the id: a sender that hangs up
+//	                     cancels it, and the event stays in flight, never applied
 //	tenant-assert        reads data.tenant from the body before verifying, to pick the tenant,
 //	                     with unchecked type assertions: null, a list or {} panics, and net/http
 //	                     drops the connection unanswered
@@ -95,6 +98,7 @@ var variantNames = []string{
 	"prefix-compare",
 	"utf8-unchecked",
 	"tenant-assert",
+	"ctx-abandon",
 }
 
 type entry struct {
@@ -476,6 +480,18 @@ func (s *server) webhook(v *variant, w http.ResponseWriter, r *http.Request) {
 	}
 	e.deliveries++
 	v.mu.Unlock()
+	if v.bug == "ctx-abandon" {
+		select {
+		case <-time.After(processingTime):
+			v.mu.Lock()
+			e.effects++
+			e.committed = true
+			v.mu.Unlock()
+			ok(w, map[string]interface{}{"status": "processed"})
+		case <-r.Context().Done(): // context canceled: the entry is left in flight
+		}
+		return
+	}
 	v.apply(e)
 	ok(w, map[string]interface{}{"status": "processed"})
 }

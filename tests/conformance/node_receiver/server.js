@@ -38,6 +38,9 @@ const BUGS = {
   "lowercase-key": "normalises the dedupe key with eventId.toLowerCase()",
   "queue-every-copy": "queued, but a committed duplicate is queued again (\"the worker dedupes\")",
   "lru-cache": "keeps its dedupe keys in an LRU cache of the 50 most recent events (in memory)",
+  "close-abandon":
+    "stops working when the response closes before it is sent (the sender hung up), leaving " +
+    "the id in flight: every retry is 503",
   "tenant-from-body":
     "reads JSON.parse(body).data.tenant to pick the tenant before verifying (a SyntaxError is " +
     "caught; null, a list or a number throws a 500)",
@@ -228,7 +231,10 @@ function variant(bug) {
           setTimeout(resolve, 2000);
         });
       }
+      let hungUp = false;
+      if (bug === "close-abandon") res.on("close", () => (hungUp = !res.writableFinished));
       await tick(5); // the handler's work: concurrent copies overlap here
+      if (hungUp) return undefined; // "nobody is waiting for the answer": the row stays in flight
       commit();
       return res.json({ status: "applied" });
     } catch (error) {
