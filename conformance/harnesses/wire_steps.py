@@ -185,7 +185,7 @@ async def _copy_in_flight(run: WireRun, event: EventOnWire, label: str) -> None:
     run.observations.setdefault(label, []).append((exchange, snapshot))
 
 
-RETRY_BACKOFF_S = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
+RETRY_BACKOFF_S = (0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5)
 """The waits between the copies of ``deliver_until_answered`` (the last one repeats)."""
 
 
