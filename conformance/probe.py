@@ -19,11 +19,14 @@ from urllib.parse import quote
 
 import httpx
 
-from conformance.deadline import request_within
+from conformance.deadline import Answer, request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError, ProbeUnusable
 from conformance.extra_headers import is_credential
 
-__all__ = ["Probe", "ProbeSnapshot"]
+__all__ = ["PROBE_MAX_BYTES", "Probe", "ProbeSnapshot"]
+
+PROBE_MAX_BYTES = 64 * 1024
+"""How much of a probe's answer is read: its JSON object is a few dozen bytes."""
 
 
 @dataclass(frozen=True)
@@ -101,12 +104,17 @@ class Probe:
             if not shaped:
                 raise ProbeUnusable(f"{where} answered 200 without a JSON object (probe contract)")
 
-    async def _get(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> httpx.Response:
+    async def _get(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> Answer:
         headers = self.headers
         for last_try in (False, True):
             try:
                 return await request_within(
-                    client, "GET", self.url(event_id), headers=headers, within_s=wait_s
+                    client,
+                    "GET",
+                    self.url(event_id),
+                    headers=headers,
+                    within_s=wait_s,
+                    max_bytes=PROBE_MAX_BYTES,
                 )
             except DeadlineExceeded as late:
                 raise HarnessError(f"the probe did not answer in time: {late.describe()}") from None
@@ -122,7 +130,7 @@ class Probe:
         raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _snapshot(event_id: str, response: httpx.Response) -> ProbeSnapshot:
+def _snapshot(event_id: str, response: Answer) -> ProbeSnapshot:
     """The probe's answer read by its contract (a :class:`HarnessError` when it breaks it)."""
     if response.status_code == 404:
         return ProbeSnapshot(event_id, None, 0, 0)

@@ -27,6 +27,7 @@ from receiver.signing import Secret, redact_signatures, scheme_named
 from sender_sim.records import OutcomeKind, rfc3339
 
 __all__ = [
+    "ANSWER_BYTES",
     "ATTEMPT_HEADER",
     "DEADLINE_HEADER",
     "DELIVERY_ID_HEADER",
@@ -41,6 +42,9 @@ DELIVERY_ID_HEADER = "hookproof-delivery-id"
 ATTEMPT_HEADER = "hookproof-attempt"
 DEADLINE_HEADER = "hookproof-deadline"
 SAMPLE_LIMIT = 500
+ANSWER_BYTES = 8 * SAMPLE_LIMIT
+"""How much of an answer's body an attempt reads: enough for its sample (even in UTF-8 of four
+bytes a character), never more (an endless body would fill the sender's memory)."""
 
 
 class WireStamps:

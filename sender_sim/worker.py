@@ -34,6 +34,7 @@ from typing import Any
 import httpx
 
 from receiver.signing import Secret, scheme_named
+from sender_sim.bounded_exchange import AnswerLate, send_within
 from sender_sim.classify import Outcome
 from sender_sim.context import WorkerContext
 from sender_sim.faults import Fault, FaultKind
@@ -48,7 +49,7 @@ from sender_sim.records import (
 )
 from sender_sim.store import Change
 from sender_sim.transitions import claim, release, settle
-from sender_sim.wire import SAMPLE_LIMIT, failure_kind, redact, signed_headers
+from sender_sim.wire import ANSWER_BYTES, failure_kind, redact, signed_headers
 
 __all__ = [
     "WORKER_VERSION",
@@ -444,15 +445,28 @@ class Worker:
         return Sent(lease, outcome, notes.at, ended_at, notes=notes.rows())
 
     async def _post(self, request: Request) -> Outcome:
+        """One POST within the attempt's timeout in all (connect, send, answer), reading no
+        more of the answer than its sample (:mod:`sender_sim.bounded_exchange`)."""
         timeout = request.timeout.total_seconds()
         redactions = request.redactions
+        client = self.context.client
+        sending = client.build_request(
+            "POST",
+            request.url,
+            content=request.body,
+            headers=dict(request.headers),
+            timeout=timeout,
+        )
         try:
-            response = await self.context.client.post(
-                request.url, content=request.body, headers=dict(request.headers), timeout=timeout
+            response = await send_within(
+                client, sending, within_s=timeout, max_bytes=ANSWER_BYTES, follow_progress=True
             )
+        except AnswerLate as late:  # the request never left: a connect failure, as httpx's
+            kind = OutcomeKind.CONNECT if late.sent is False else OutcomeKind.TIMEOUT
+            return Outcome.failure(kind, late.describe())
         except httpx.RequestError as error:  # transport failures, undecodable answers
             return Outcome.failure(failure_kind(error), redact(str(error)[:1000], redactions))
-        text = response.content[: 8 * SAMPLE_LIMIT].decode("utf-8", "replace")
+        text = response.content.decode("utf-8", "replace")
         return Outcome.response(
             response.status_code, response.headers.get("retry-after"), redact(text, redactions)
         )

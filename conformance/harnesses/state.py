@@ -409,6 +409,7 @@ class WireRun:
                 content=content,
                 within_s=timeout,
                 extensions=extensions,
+                max_bytes=BODY_LIMIT,
             )
         except httpx.LocalProtocolError as error:
             raise HarnessError(f"the runner built an invalid request: {error}") from None

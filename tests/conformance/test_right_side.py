@@ -14,7 +14,6 @@ import asyncio
 import json
 import socket
 import struct
-import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from contextlib import contextmanager
@@ -28,6 +27,7 @@ from conformance.exceptions import EndpointUnreachable, ProbeUnusable
 from conformance.model import Severity
 from conformance.results import Outcome
 from conformance.session import run_check
+from tests.support.raw_server import raw_server
 
 from .support import SECRET, Collector
 
@@ -99,44 +99,8 @@ def serving(handler: Handler) -> Iterator[str]:
         finally:
             writer.close()
 
-    with _in_a_thread(connection) as base:
+    with raw_server(connection) as base:
         yield base
-
-
-@contextmanager
-def _in_a_thread(
-    connection: Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]],
-    *,
-    receive_buffer: int | None = None,
-) -> Iterator[str]:
-    """Run an asyncio server of ``connection`` on a free loopback port in a thread of its own
-    (``receive_buffer``: the accepted sockets' ``SO_RCVBUF``); yields the base URL."""
-    ready = threading.Event()
-    stop: list[Callable[[], object]] = []
-    port: list[int] = []
-
-    async def serve() -> None:
-        listening = socket.socket()
-        if receive_buffer is not None:  # inherited by the accepted sockets
-            listening.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
-        listening.bind(("127.0.0.1", 0))
-        server = await asyncio.start_server(connection, sock=listening)
-        port.append(server.sockets[0].getsockname()[1])
-        done = asyncio.Event()
-        loop = asyncio.get_running_loop()
-        stop.append(lambda: loop.call_soon_threadsafe(done.set))
-        ready.set()
-        async with server:
-            await done.wait()
-
-    thread = threading.Thread(target=asyncio.run, args=(serve(),), daemon=True)
-    thread.start()
-    assert ready.wait(10)
-    try:
-        yield f"http://127.0.0.1:{port[0]}"
-    finally:
-        stop[0]()
-        thread.join(10)
 
 
 async def _drip(request: Request, state: Connection, writer: asyncio.StreamWriter) -> bool:
@@ -365,7 +329,7 @@ def test_the_runner_hangs_up_on_the_first_copy_once_its_request_is_written() -> 
             writer.close()
 
     collector = Collector()
-    with _in_a_thread(connection) as base:
+    with raw_server(connection) as base:
         settings = CheckSettings(
             url=f"{base}/webhooks",
             secrets=(SECRET,),
@@ -470,7 +434,7 @@ def _answering_413_early() -> Iterator[str]:
 
     # a small receive buffer: the client is still sending when the reset comes, as it is
     # against a real receiver over a real network
-    with _in_a_thread(connection, receive_buffer=16 * 1024) as base:
+    with raw_server(connection, receive_buffer=16 * 1024) as base:
         yield base
 
 

@@ -217,13 +217,13 @@ async def test_ids_resolve_by_unique_prefix(harness: Harness) -> None:
     assert harness.engine.resolve(delivery_id[:10]) == delivery_id
     with pytest.raises(NotFound):
         harness.engine.resolve("del_")  # too short to guess
-    for suffix in "xy":
+    for suffix in "xy":  # "q" is no hex digit: no generated id shares their prefix
         harness.sim.publish(
-            endpoint_id="app", deadline_at=T0 + timedelta(hours=1), delivery_id=f"del_abc{suffix}"
+            endpoint_id="app", deadline_at=T0 + timedelta(hours=1), delivery_id=f"del_qqq{suffix}"
         )
     with pytest.raises(NotFound, match="matches 2 deliveries"):
-        harness.engine.resolve("del_ab")
-    assert harness.engine.resolve("del_abcy") == "del_abcy"
+        harness.engine.resolve("del_qq")
+    assert harness.engine.resolve("del_qqqy") == "del_qqqy"
     with pytest.raises(NotFound, match="no delivery"):
         harness.engine.resolve("del_zzzzzz")
     assert "Story:" in harness.engine.explain(delivery_id[:12])
