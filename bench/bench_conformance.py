@@ -48,6 +48,7 @@ from conformance.events import Event, RunFinished
 from conformance.session import run_check
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
+from sender_sim.network_backend import install
 from sender_sim.sender_client import sender_client
 
 ROUNDS = 7
@@ -88,6 +89,31 @@ def _settings(base: str, secret: str) -> CheckSettings:
     )
 
 
+class _UnderWay(httpx.AsyncBaseTransport):
+    """A transport that measures the seconds during which at least one request was under way
+    (from its sending to its answer's head, or to its end when the runner hung up on it)."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport) -> None:
+        self.inner = inner
+        self.outstanding = 0
+        self.since = 0.0
+        self.busy = 0.0
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.outstanding == 0:
+            self.since = time.perf_counter()
+        self.outstanding += 1
+        try:
+            return await self.inner.handle_async_request(request)
+        finally:
+            self.outstanding -= 1
+            if self.outstanding == 0:
+                self.busy += time.perf_counter() - self.since
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()
+
+
 async def _catalogue(
     base: str, secret: str, *, in_flight: list[float] | None = None
 ) -> tuple[float, int, RunFinished]:
@@ -96,30 +122,26 @@ async def _catalogue(
     sending to its answer's head), for ``profile_conformance.py``."""
     settings = _settings(base, secret)
     count = 0
-    outstanding, since, busy = 0, 0.0, 0.0
 
     async def counted(request: httpx.Request) -> None:
-        nonlocal count, outstanding, since
+        nonlocal count
         count += 1
-        if outstanding == 0:
-            since = time.perf_counter()
-        outstanding += 1
 
-    async def answered(response: httpx.Response) -> None:
-        nonlocal outstanding, busy
-        outstanding -= 1
-        if outstanding == 0:
-            busy += time.perf_counter() - since
-
-    hooks = {"request": [counted], "response": [answered] if in_flight is not None else []}
+    limits = httpx.Limits(max_connections=32)
+    options: dict[str, object] = {"event_hooks": {"request": [counted]}, "limits": limits}
+    under_way = None
+    if in_flight is not None:  # the runner's kind of transport, measured
+        inner = httpx.AsyncHTTPTransport(limits=limits)
+        install(inner)
+        under_way = options["transport"] = _UnderWay(inner)
     last = _Last()
-    async with sender_client(event_hooks=hooks, limits=httpx.Limits(max_connections=32)) as client:
+    async with sender_client(**options) as client:
         started = time.perf_counter()
         await run_check(settings, [last], client=client)
         elapsed = time.perf_counter() - started
     assert last.finished is not None
-    if in_flight is not None:
-        in_flight.append(busy)
+    if in_flight is not None and under_way is not None:
+        in_flight.append(under_way.busy)
     return elapsed, count, last.finished
 
 
