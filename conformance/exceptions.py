@@ -74,9 +74,7 @@ class DeadlineExceeded(ConformanceError, TimeoutError):
         super().__init__(self.describe())
 
     def describe(self) -> str:
-        if self.status is None:
-            return f"no answer within {self.timeout_s:g} s (timeout)"
-        return (
-            f"answered {self.status} but the body did not finish within {self.timeout_s:g} s "
-            "(timeout)"
-        )
+        # sender_sim's words for it (imported here: this module stays free of the package)
+        from sender_sim.exceptions import lateness
+
+        return lateness(self.timeout_s, self.status)

@@ -23,7 +23,7 @@ from typing import Any
 
 import httpx
 
-from sender_sim.exceptions import SimulatorError
+from sender_sim.exceptions import AnswerLate
 
 __all__ = ["DEFAULT_MAX_BYTES", "Answer", "AnswerLate", "send_within"]
 
@@ -32,29 +32,6 @@ DEFAULT_MAX_BYTES = 1024 * 1024
 
 Trace = Callable[[str, Mapping[str, Any]], Awaitable[None]]
 """httpcore's ``trace`` request extension: called with each progress event's name."""
-
-
-class AnswerLate(SimulatorError, TimeoutError):
-    """No answer, or no whole (bounded) answer, within the exchange's deadline.
-
-    ``status`` is the answer's status when its head arrived; ``sent`` is ``False`` only when the
-    transport reported its progress and the request's head never started to leave (it was still
-    connecting, or waiting for a pooled connection); ``None`` when nothing is known.
-    """
-
-    def __init__(self, within_s: float, status: int | None, sent: bool | None) -> None:
-        self.within_s = within_s
-        self.status = status
-        self.sent = sent
-        super().__init__(self.describe())
-
-    def describe(self) -> str:
-        if self.status is None:
-            return f"no answer within {self.within_s:g} s (timeout)"
-        return (
-            f"answered {self.status} but the body did not finish within {self.within_s:g} s "
-            "(timeout)"
-        )
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,9 @@ and prints its message as one line::
     │   └── RedriveRefused      the decision was recorded as refused; ``problems`` says why per item
     ├── ResendRefused           a resend that queued nothing (``code``
     │                           WEBHOOK_DELIVERY_NOT_REPLAYABLE); ``ineligible``: id -> why
-    └── ExportTooLarge          an export over the row cap (``code`` EXPORT_TOO_LARGE)
+    ├── ExportTooLarge          an export over the row cap (``code`` EXPORT_TOO_LARGE)
+    └── AnswerLate              no (whole) answer within an exchange's deadline (a TimeoutError;
+                                :mod:`sender_sim.bounded_exchange`)
 
 Messages never contain a secret.
 """
@@ -26,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 __all__ = [
+    "AnswerLate",
     "ConfigurationError",
     "ConflictError",
     "ExportTooLarge",
@@ -39,6 +42,7 @@ __all__ = [
     "ResendRefused",
     "SimulatorError",
     "StoreError",
+    "lateness",
 ]
 
 
@@ -134,3 +138,28 @@ class ExportTooLarge(SimulatorError):
             f"{self.code}: the filters select {count} rows, more than the {limit} an export may "
             "hold; narrow the filters (nothing was written)"
         )
+
+
+class AnswerLate(SimulatorError, TimeoutError):
+    """No answer, or no whole (bounded) answer, within the exchange's deadline.
+
+    ``status`` is the answer's status when its head arrived; ``sent`` is ``False`` only when the
+    transport reported its progress and the request's head never started to leave (it was still
+    connecting, or waiting for a pooled connection); ``None`` when nothing is known.
+    """
+
+    def __init__(self, within_s: float, status: int | None, sent: bool | None) -> None:
+        self.within_s = within_s
+        self.status = status
+        self.sent = sent
+        super().__init__(self.describe())
+
+    def describe(self) -> str:
+        return lateness(self.within_s, self.status)
+
+
+def lateness(within_s: float, status: int | None) -> str:
+    """How late an answer was: none at all, or a head (``status``) whose body did not finish."""
+    if status is None:
+        return f"no answer within {within_s:g} s (timeout)"
+    return f"answered {status} but the body did not finish within {within_s:g} s (timeout)"

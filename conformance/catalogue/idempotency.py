@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from conformance.model import (
     CASE_SENSITIVE_IDS,
+    Expectation,
     Harness,
     Scenario,
     Severity,
@@ -22,14 +23,15 @@ __all__ = ["SCENARIOS"]
 
 SRC = frozenset({Harness.S, Harness.R, Harness.C})
 ONCE = expect("effects", "the probe shows exactly 1 effect", event="a", equals=1)
-IN_FLIGHT_COPIES = expect(
-    "status",
-    "every copy is 2xx or 503",
-    label="copies",
-    allowed=("2xx", "503"),
-    refusal="in_flight",
-)
-"""Copies sent while another is in flight: 2xx, or asked back later (the code a convention)."""
+
+
+def _asked_back(label: str, says: str) -> Expectation:
+    """Copies sent while another may be in flight: 2xx, or asked back later (the code a
+    convention: :data:`conformance.answers.IN_FLIGHT`)."""
+    return expect("status", says, label=label, allowed=("2xx", "503"), refusal="in_flight")
+
+
+IN_FLIGHT_COPIES = _asked_back("copies", "every copy is 2xx or 503")
 SAME_BYTES = expect(
     "same_event_on_wire",
     "every request for the event carried the same event id and body bytes",
@@ -175,13 +177,7 @@ SCENARIOS: tuple[Scenario, ...] = (
             step("deliver_until_answered", event="a", label="retries"),
         ),
         expectations=(
-            expect(
-                "status",
-                "every retry is 2xx or 503",
-                label="retries",
-                allowed=("2xx", "503"),
-                refusal="in_flight",
-            ),
+            _asked_back("retries", "every retry is 2xx or 503"),
             expect(
                 "status_some", "a retry within --timeout is 2xx", label="retries", allowed=("2xx",)
             ),

@@ -25,7 +25,7 @@ from conformance.cli import main
 from conformance.config import CheckSettings
 from conformance.exceptions import EndpointUnreachable, ProbeUnusable
 from conformance.model import Severity
-from conformance.results import Outcome
+from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
 from tests.support.raw_server import raw_server
 
@@ -239,21 +239,29 @@ def test_slow_webhook_answers_are_bounded_per_exchange_and_by_max_time() -> None
     assert "answered 200 but the body did not finish within 0.3 s" in valid.failures[0].observed
 
 
+def _one_scenario(
+    base: str, scenario_id: str, *, timeout: float = 2.0, probe: bool = True
+) -> ScenarioResult:
+    """``scenario_id`` run alone against ``base``'s webhooks (with its probe unless told)."""
+    collector = Collector()
+    settings = CheckSettings(
+        url=f"{base}/webhooks",
+        secrets=(SECRET,),
+        probe=f"{base}/_hookproof/events" if probe else None,
+        probe_token=TOKEN if probe else None,
+        select=(scenario_id,),
+        timeout=timeout,
+        seed=3,
+    )
+    asyncio.run(run_check(settings, [collector]))
+    (result,) = collector.results
+    return result
+
+
 @pytest.mark.parametrize("server", [_five_hundred_and_close, _five_hundred_then_drop])
 def test_a_receiver_closing_connections_after_a_500_is_reported_as_a_500(server: Handler) -> None:
-    collector = Collector()
     with serving(server) as base:
-        settings = CheckSettings(
-            url=f"{base}/webhooks",
-            secrets=(SECRET,),
-            probe=f"{base}/_hookproof/events",
-            probe_token=TOKEN,
-            select=("signature.valid",),
-            timeout=2.0,
-            seed=3,
-        )
-        asyncio.run(run_check(settings, [collector]))
-    (valid,) = collector.results
+        valid = _one_scenario(base, "signature.valid")
     assert valid.outcome is Outcome.FAILED, valid.message
     assert [f.observed.split(" in ")[0] for f in valid.failures] == [
         "500",
@@ -284,19 +292,8 @@ async def _drop_on_odd_json(
 
 
 def test_a_dropped_connection_is_said_to_close_without_an_answer_not_just_to_fail() -> None:
-    collector = Collector()
     with serving(_drop_on_odd_json) as base:
-        settings = CheckSettings(
-            url=f"{base}/webhooks",
-            secrets=(SECRET,),
-            probe=f"{base}/_hookproof/events",
-            probe_token=TOKEN,
-            select=("signature.body-odd-json",),
-            timeout=2.0,
-            seed=3,
-        )
-        asyncio.run(run_check(settings, [collector]))
-    (odd,) = collector.results
+        odd = _one_scenario(base, "signature.body-odd-json")
     assert odd.outcome is Outcome.FAILED, odd.message
     observed = odd.failures[0].observed
     assert observed.startswith("7 of 7 answers: no answer: RemoteProtocolError: ")
@@ -328,17 +325,8 @@ def test_the_runner_hangs_up_on_the_first_copy_once_its_request_is_written() -> 
         finally:
             writer.close()
 
-    collector = Collector()
     with raw_server(connection) as base:
-        settings = CheckSettings(
-            url=f"{base}/webhooks",
-            secrets=(SECRET,),
-            select=("idempotency.sender-hung-up",),
-            timeout=3.0,
-            seed=3,
-        )
-        asyncio.run(run_check(settings, [collector]))
-    (result,) = collector.results
+        result = _one_scenario(base, "idempotency.sender-hung-up", timeout=3.0, probe=False)
     assert seen == ["hung up", "retry"]
     assert result.outcome is Outcome.PASSED, result.failures
 
