@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
 from conformance.causes import EFFECT_AFTER_ANSWER, REFUSED_AUTHENTIC
-from conformance.harnesses.exchanges import Exchange
+from conformance.harnesses.exchanges import Exchange, seconds_text
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.probe import ProbeSnapshot
@@ -111,7 +111,18 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
     allowed = _allowed(expectation)
     if any(status_matches(e, p) for e in exchanges for p in allowed):
         return None
-    return _refused_authentic(_failure(run, expectation, exchanges[:3]), allowed)
+    shown = exchanges[:3]
+    observed = "; ".join(e.describe(run.redactions()) for e in shown)
+    if len(exchanges) > len(shown):  # how many (over how long, for copies of one event)
+        first, last = exchanges[0], exchanges[-1]
+        over = ""
+        if first.gap_s is not None and last.gap_s is not None:
+            over = f" over {seconds_text(last.gap_s - first.gap_s + last.latency_s)}"
+        observed = (
+            f"none of {len(exchanges)} answers{over} is {' or '.join(allowed)}; "
+            f"the first: {observed}"
+        )
+    return _refused_authentic(_failure(run, expectation, shown, observed), allowed)
 
 
 def _refused_authentic(failure: Failure, allowed: tuple[str, ...]) -> Failure:

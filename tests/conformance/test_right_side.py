@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import socket
 import struct
 import time
@@ -329,6 +330,27 @@ def test_the_runner_hangs_up_on_the_first_copy_once_its_request_is_written() -> 
         result = _one_scenario(base, "idempotency.sender-hung-up", timeout=3.0, probe=False)
     assert seen == ["hung up", "retry"]
     assert result.outcome is Outcome.PASSED, result.failures
+
+
+async def _always_in_flight(
+    request: Request, state: Connection, writer: asyncio.StreamWriter
+) -> bool:
+    """Every webhook is answered 503 with Retry-After, as a receiver whose claim never ends."""
+    if request.method == "GET":
+        writer.write(_answer(405))
+    else:
+        writer.write(_answer(503, b'{"title": "in flight"}', "retry-after: 1\r\n"))
+    return True
+
+
+def test_a_receiver_stuck_in_flight_is_said_to_answer_none_of_the_retries_2xx() -> None:
+    with serving(_always_in_flight) as base:
+        stuck = _one_scenario(base, "idempotency.sender-hung-up", timeout=0.5, probe=False)
+    assert stuck.outcome is Outcome.FAILED
+    (failure,) = [f for f in stuck.failures if "a retry within" in f.expected]
+    assert re.match(
+        r"none of \d+ answers over ([4-9]\d\d ms|[\d.]+ s) is 2xx; the first: 503", failure.observed
+    )
 
 
 def test_a_wrong_probe_token_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
