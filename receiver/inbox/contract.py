@@ -14,6 +14,8 @@ Required operations of every backend (:class:`Inbox`):
     expires ``lease`` from now; in flight with a live lease → :attr:`ClaimOutcome.IN_FLIGHT` with
     ``retry_after`` (whole seconds, at least 1); committed → :attr:`ClaimOutcome.COMMITTED` with the
     stored ``status``. Claims of one event are serialised: of two concurrent claims one wins.
+    A claim made for a caller cancelled meanwhile (an ASGI server that cancels the app when the
+    client hangs up) is released at once, not left to its lease (:mod:`receiver.inbox.orphans`).
 ``commit(event_id, token, status, work=())``
     Compare-and-set on the token: only the current holder of a live or expired-but-not-taken-over
     claim commits. In the same transaction run every ``work`` callable with the backend's

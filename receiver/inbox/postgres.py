@@ -110,6 +110,7 @@ from receiver.inbox.contract import (
     retry_after_seconds,
     utc_now,
 )
+from receiver.inbox.orphans import OrphanedClaims
 from receiver.inbox.postgres_batch import Batcher, BatchStats, Failed, Later
 from receiver.inbox.postgres_rows import PostgresInsert, grouped_inserts
 from receiver.inbox.postgres_schema import INBOX_TABLE, migrate
@@ -320,7 +321,10 @@ class PostgresInbox(Inbox):
         self._purge_sql = sql.SQL(_PURGE_SQL).format(table=table)
         self._table = table.as_bytes(None)
         closed = "the PostgreSQL inbox is closed"
-        self._claims: Batcher[str, Claim] = Batcher(self._claim_batch, closed=closed)
+        self._orphans = OrphanedClaims(self.release)
+        self._claims: Batcher[str, Claim] = Batcher(
+            self._claim_batch, closed=closed, orphaned=self._orphans.landed
+        )
         self._commits: Batcher[_Commit, bool] = Batcher(self._commit_batch, closed=closed)
 
     @classmethod
@@ -414,7 +418,12 @@ class PostgresInbox(Inbox):
         return PostgresBatchStats(self._claims.stats, self._commits.stats)
 
     async def claim(self, event_id: str) -> Claim:
-        return await self._claims.submit(event_id, event_id)
+        future = self._claims.submit(event_id, event_id)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._orphans.cancelled(future)
+            raise
 
     async def _claim_batch(self, event_ids: list[str]) -> list[Claim | Failed | Later[Claim]]:
         """One statement for the claims of one batch (distinct event ids).
@@ -657,6 +666,7 @@ class PostgresInbox(Inbox):
             return
         self._closing = True
         await self._claims.drain()
+        await self._orphans.drain()  # a cancelled caller's claim is released before the end
         await self._commits.drain()
         self._closed = True
         if self._check_task is not None:

@@ -19,7 +19,9 @@ them to its ``run`` coroutine in batches, one statement per batch:
   larger batch a copy of it (the inbox raises
   :class:`~receiver.exceptions.InboxUnavailable` for a lost database: never a false success);
 * **a cancelled caller does not disturb the others**: its future is cancelled, the batch runs in a
-  task of its own, and an operation cancelled before its batch started is left out.
+  task of its own, and an operation cancelled before its batch started is left out; one that
+  ran anyway is handed to ``orphaned`` (the claims' batcher releases such a claim:
+  :mod:`receiver.inbox.orphans`).
 
 :meth:`Batcher.drain` (the inbox's ``close``) refuses new operations and waits until every
 submitted one is settled. :attr:`Batcher.stats` counts batches and operations (a
@@ -113,10 +115,12 @@ class Batcher(Generic[T, R]):
         closed: str,
         max_batch: int = MAX_BATCH,
         max_in_flight: int = MAX_IN_FLIGHT,
+        orphaned: Callable[[R], None] | None = None,
     ) -> None:
         if max_batch < 1 or max_in_flight < 1:
             raise ValueError("a batcher needs room for one batch of one operation")
         self._run = run
+        self._orphaned = orphaned
         self._closed_message = closed
         self._max_batch = max_batch
         self._max_in_flight = max_in_flight
@@ -240,8 +244,10 @@ class Batcher(Generic[T, R]):
 
     def _settle(self, entry: _Entry[T, R], value: R) -> None:
         self._taken.discard(entry.key)
-        if not entry.future.done():  # else the caller was cancelled; the operation ran anyway
+        if not entry.future.done():
             entry.future.set_result(value)
+        elif self._orphaned is not None:  # the caller was cancelled; the operation ran anyway
+            self._orphaned(value)
 
     def _fail(self, entry: _Entry[T, R], error: BaseException) -> None:
         self._taken.discard(entry.key)

@@ -78,6 +78,7 @@ from receiver.inbox.contract import (
     retry_after_seconds,
     utc_now,
 )
+from receiver.inbox.orphans import OrphanedClaims
 from receiver.inbox.sqlite_health import FileWatch, check_integrity
 from receiver.inbox.sqlite_schema import MIGRATION_SET, MIGRATIONS
 from receiver.sqlite_db import BUSY_TIMEOUT_S, apply_migrations, connect, enable_wal
@@ -249,9 +250,13 @@ class _Job:
     """May fail alone WITHOUT a savepoint: it raises :class:`_WorkFailed` only before it wrote."""
 
 
-def _settle(outcomes: list[tuple[asyncio.Future[Any], bool, Any]]) -> None:
+def _settle(
+    outcomes: list[tuple[asyncio.Future[Any], bool, Any]], orphans: OrphanedClaims | None = None
+) -> None:
     for future, ok, value in outcomes:
         if future.done():  # the awaiting task was cancelled; the job ran anyway
+            if ok and orphans is not None and isinstance(value, Claim):
+                orphans.landed(value)  # a claim made for nobody: released, not left to its lease
             continue
         if ok:
             future.set_result(value)
@@ -317,6 +322,7 @@ class SqliteInbox(Inbox):
         self._lock = threading.Lock()
         self._closed = False
         self._closing: asyncio.Future[None] | None = None
+        self._orphans = OrphanedClaims(self.release)
         self._batches = 0
         self._jobs = 0
         self._failed_batches = 0
@@ -396,7 +402,12 @@ class SqliteInbox(Inbox):
             claim = self._claim_inline(run)
             if claim is not None:
                 return claim
-        return await self._submit(run)
+        future = self._submit(run)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self._orphans.cancelled(future)
+            raise
 
     def _claim_inline(self, run: Callable[[sqlite3.Connection], Claim]) -> Claim | None:
         """``run`` as its own transaction on the inline connection, now; ``None`` when that
@@ -523,6 +534,7 @@ class SqliteInbox(Inbox):
 
     async def close(self) -> None:
         """Finish every job already submitted, stop the writer, close both connections."""
+        await self._orphans.drain()  # a cancelled caller's claim is released before the end
         self._hand_over(asyncio.get_running_loop())  # jobs already submitted still run
         with self._lock:
             first = not self._closed
@@ -695,14 +707,13 @@ class SqliteInbox(Inbox):
             return [(False, InboxUnavailable(reason)) for _ in batch]
         return results
 
-    @staticmethod
-    def _deliver(batch: list[_Job], results: list[tuple[bool, Any]]) -> None:
+    def _deliver(self, batch: list[_Job], results: list[tuple[bool, Any]]) -> None:
         by_loop: dict[asyncio.AbstractEventLoop, list[tuple[asyncio.Future[Any], bool, Any]]] = {}
         for job, (ok, value) in zip(batch, results, strict=True):
             by_loop.setdefault(job.loop, []).append((job.future, ok, value))
         for loop, outcomes in by_loop.items():
             try:
-                loop.call_soon_threadsafe(_settle, outcomes)
+                loop.call_soon_threadsafe(_settle, outcomes, self._orphans)
             except RuntimeError:  # that event loop is closed; nobody awaits these any more
                 continue
 

@@ -334,19 +334,23 @@ async def test_a_caller_cancelled_mid_batch_does_not_disturb_the_others(
     with pytest.raises(asyncio.CancelledError):
         await tasks[0]
     assert (y.outcome, z.outcome) == (ClaimOutcome.CLAIMED, ClaimOutcome.CLAIMED)
-    record = await _until_recorded(inbox, "evt_x")  # the cancelled caller's claim still ran
-    assert record.state is RecordState.IN_FLIGHT
-    assert (await inbox.claim("evt_x")).outcome is ClaimOutcome.IN_FLIGHT
+    # the cancelled caller's claim still ran, and, made for nobody, was released at once
+    record = await _until_recorded(inbox, "evt_x", RecordState.RELEASED)
+    assert record.token == 1
+    again = await inbox.claim("evt_x")
+    assert (again.outcome, again.token) == (ClaimOutcome.CLAIMED, 2)
     assert inbox.stats.claims.alone == 3
 
 
-async def _until_recorded(inbox: PostgresInbox, event_id: str) -> InboxRecord:
+async def _until_recorded(
+    inbox: PostgresInbox, event_id: str, state: RecordState | None = None
+) -> InboxRecord:
     for _ in range(200):
         record = await inbox.lookup(event_id)
-        if record is not None:
+        if record is not None and (state is None or record.state is state):
             return record
         await asyncio.sleep(0.01)  # real-time: the claim's statement runs in a task of its own
-    raise AssertionError(f"{event_id} was never recorded")
+    raise AssertionError(f"{event_id} was never recorded" + (f" {state}" if state else ""))
 
 
 async def test_close_finishes_what_was_submitted_then_refuses(
