@@ -34,6 +34,7 @@
 // | pruned_inbox         | inbox rows pruned after DEDUPE_TTL = 2 (meant days, used as seconds)         |
 // | catch_all_200        | catch (Throwable) { http_response_code(200); }: refusals look accepted       |
 // | unique_violation     | no dedupe lookup, relies on the UNIQUE constraint: a redelivery is a 500     |
+// | tenant_before_verify | tenantOf(array $event) on json_decode($body) before verifying: a TypeError   |
 
 declare(strict_types=1);
 
@@ -64,6 +65,7 @@ const VARIANTS = [
     'pruned_inbox' => PrunedInboxReceiver::class,
     'catch_all_200' => CatchAll200Receiver::class,
     'unique_violation' => UniqueViolationReceiver::class,
+    'tenant_before_verify' => TenantBeforeVerifyReceiver::class,
 ];
 
 $path = (string) parse_url((string) ($_SERVER['REQUEST_URI'] ?? '/'), PHP_URL_PATH);
