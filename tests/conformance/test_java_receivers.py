@@ -46,6 +46,7 @@ SHORT_TTL_PATIENCE = 2.5
 JAVA_MUST_FAIL: dict[str, frozenset[str]] = {
     "platform-charset": frozenset({"signature.utf8-body"}),
     "empty-body-500": frozenset({"signature.body-not-json"}),
+    "tenant-cast": frozenset({"signature.body-odd-json"}),
     "reserialize": frozenset({"signature.raw-bytes"}),
     "b64-throws": frozenset({"signature.malformed-headers", "signature.garbled-then-genuine"}),
     "first-entry-only": frozenset(

@@ -35,6 +35,8 @@
  *   async-ack            answers 200 after verifying, then processes on a worker executor
  *   dup-500              inserts the id and lets the duplicate-key exception escape → 500 on every duplicate
  *   short-ttl-dedupe     dedupe records live in a cache that expires them 2 s after they are written
+ *   tenant-cast          casts Json.parse(body) to Map for data.tenant before verifying (JsonException
+ *                        caught): null, a list, a string or a number → ClassCastException → 500
  *
  * CONVENTIONS (not bugs by the Standard Webhooks spec, where any non-2xx is retried; hookproof's
  * in-flight scenarios want 2xx or 503, so `correct` answers a copy in flight 503 + Retry-After)
@@ -101,6 +103,7 @@ public final class WebhookZoo {
         ASYNC_ACK("async-ack"),
         DUP_500("dup-500"),
         SHORT_TTL_DEDUPE("short-ttl-dedupe"),
+        TENANT_CAST("tenant-cast"),
         INFLIGHT_409("inflight-409"),
         INFLIGHT_429("inflight-429");
 
@@ -289,6 +292,20 @@ public final class WebhookZoo {
 
             if (bug == Bug.EMPTY_BODY_500 && body[0] != '{') {
                 throw new Refusal(400, "invalid-json", "the body is not a JSON object");
+            }
+            if (bug == Bug.TENANT_CAST) { // the tenant picks the secret... before verifying
+                Object parsed;
+                try {
+                    parsed = Json.parse(body);
+                } catch (Json.JsonException notJson) {
+                    throw new Refusal(400, "invalid-json", "the body is not JSON");
+                }
+                @SuppressWarnings("unchecked")
+                Map<String, Object> event = (Map<String, Object>) parsed;
+                Object data = event.get("data");
+                if (data instanceof Map<?, ?> fields && fields.get("tenant") instanceof String t) {
+                    exchange.getResponseHeaders().set("X-Tenant", t);
+                }
             }
 
             String eventId = singleHeader(headers, "webhook-id");
