@@ -80,9 +80,9 @@ async def send_within(
     request had left (:attr:`AnswerLate.sent`; httpcore then reports each step, a few
     microseconds a request). A ``trace`` extension already on ``request`` still gets every
     event."""
-    progress = _Progress(request.extensions.get("trace"))
+    progress = None
     if follow_progress:
-        request.extensions["trace"] = progress
+        progress = request.extensions["trace"] = _Progress(request.extensions.get("trace"))
     status: int | None = None
     try:
         async with asyncio.timeout(within_s):
@@ -93,7 +93,7 @@ async def send_within(
             finally:
                 await response.aclose()
     except TimeoutError:
-        sent = progress.sent if progress.reported else None
+        sent = progress.sent if progress is not None and progress.reported else None
         raise AnswerLate(within_s, status, True if status is not None else sent) from None
     except httpx.TimeoutException:
         if status is None:  # httpx's own, as it says: connecting, a pooled connection, a read

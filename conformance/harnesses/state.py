@@ -357,7 +357,6 @@ class WireRun:
                 written.set()
 
         started = time.perf_counter()
-        first = self.first_sent.get(event_id)
         sending = asyncio.ensure_future(
             self._send(label, request, event_id, None, extensions={"trace": trace})
         )
@@ -377,7 +376,7 @@ class WireRun:
             time.perf_counter() - started,
             error=HUNG_UP,
             event_id=event_id,
-            gap_s=started - first if first is not None and started > first else None,
+            gap_s=self.gap(event_id, started),  # _send noted its first copy's time already
         )
         self._keep(label, exchange)
         return exchange
