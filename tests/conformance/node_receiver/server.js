@@ -53,6 +53,7 @@ const LRU_SIZE = 50;
 const CORRECT = ["correct", "queued"];
 const QUEUED = new Set(["queued", "queue-every-copy"]);
 const QUEUE_POLL_MS = 20;
+const SLOW_WORK_MS = 250;
 
 const tick = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -232,7 +233,17 @@ function variant(bug) {
         });
       }
       let hungUp = false;
-      if (bug === "close-abandon") res.on("close", () => (hungUp = !res.writableFinished));
+      if (bug === "close-abandon") {
+        // A slow write (up to SLOW_WORK_MS) that a hang-up interrupts: long enough that the
+        // sender's close reaches it however loaded the machine (5 ms was a race).
+        await new Promise((resolve) => {
+          res.on("close", () => {
+            hungUp = !res.writableFinished;
+            resolve();
+          });
+          setTimeout(resolve, SLOW_WORK_MS);
+        });
+      }
       await tick(5); // the handler's work: concurrent copies overlap here
       if (hungUp) return undefined; // "nobody is waiting for the answer": the row stays in flight
       commit();
