@@ -23,6 +23,7 @@ from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
 from receiver.durations import parse_seconds
 from receiver.signing import SCHEMES
+from sender_sim.urls import url_problem
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]
 
@@ -122,10 +123,10 @@ class CheckSettings:
             raise UsageError(
                 "no endpoint URL: pass it as 'hookproof check URL' or 'url' in the config"
             )
-        if not self.url.startswith(("http://", "https://")):
-            raise UsageError(
-                f"the endpoint URL must start with http:// or https://, got {self.url!r}"
-            )
+        for what, url in (("endpoint URL", self.url), ("--probe URL", self.probe)):
+            problem = url_problem(url) if url else None
+            if problem is not None:
+                raise UsageError(f"the {what} {url!r} cannot be used: {problem}")
         if not self.secrets:
             raise UsageError("no secret: pass --secret (repeatable) or 'secret' in the config")
         if self.scheme not in SCHEMES:

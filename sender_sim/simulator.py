@@ -82,6 +82,7 @@ from sender_sim.resend import ResendPlan, ResendResult, plan_resend
 from sender_sim.sender_client import sender_client
 from sender_sim.store import Change, DeliveryFilter, SQLiteStore
 from sender_sim.transitions import Step, new_delivery, redrive
+from sender_sim.urls import url_problem
 from sender_sim.wire import WireStamps
 from sender_sim.worker import WORKER_VERSION, RunReport, Worker
 
@@ -267,12 +268,9 @@ class Simulator:
         (nothing when the settings are the same)."""
         if not endpoint_id or not isinstance(endpoint_id, str):
             raise ConfigurationError("an endpoint needs a non-empty id")
-        try:
-            parsed = httpx.URL(url) if isinstance(url, str) else None
-        except httpx.InvalidURL:
-            parsed = None
-        if parsed is None or parsed.scheme not in {"http", "https"} or not parsed.host:
-            raise ConfigurationError(f"endpoint URL must be http(s)://host/..., got {url!r}")
+        problem = url_problem(url)
+        if problem is not None:
+            raise ConfigurationError(f"endpoint URL {url!r} cannot be used: {problem}")
         if not timeout > 0:
             raise ConfigurationError(f"an endpoint's timeout must be positive, not {timeout}")
         types = None if event_types is None else tuple(sorted(set(event_types)))

@@ -37,6 +37,7 @@ from receiver.commands.options import (
     timeout_option,
     verbose_option,
 )
+from sender_sim.urls import url_problem
 
 __all__ = ["ReplayPlan", "judge_replay", "plan_replay", "replay_command"]
 
@@ -78,7 +79,7 @@ def read_report(path: str) -> dict[str, Any]:
     if not shaped or not isinstance(document["scenarios"], list):
         raise UsageError(f"{path!r} is not a 'hookproof check --json' report")
     target = document["target"]
-    if not isinstance(target, str) or not target.startswith(("http://", "https://")):
+    if url_problem(target) is not None:
         raise UsageError(f"the report's target {target!r} is not an endpoint URL")
     report: dict[str, Any] = document
     return report

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-import httpx
 
 from receiver.commands.console import make_console
 from receiver.commands.options import timeout_option
@@ -51,6 +50,7 @@ from sender_sim.policy_file import load_policy_file
 from sender_sim.records import State, rfc3339
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
+from sender_sim.urls import url_problem
 
 __all__ = ["DEFAULT_EVENT_TYPE", "EventSpec", "load_event_file", "send_command"]
 
@@ -99,15 +99,11 @@ def load_event_file(path: str) -> EventSpec:
     return EventSpec(data=document)
 
 
-def _check_url(url: str) -> str:
-    """``url`` when it is an absolute http(s) URL, else a usage error."""
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as error:
-        raise click.UsageError(f"URL {url!r} is not a valid URL: {error}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise click.UsageError(f"URL must be http(s)://host[:port]/path, got {url!r}")
-    return url
+def _check_url(url: str) -> None:
+    """A usage error unless ``url`` can address a webhook endpoint (:mod:`sender_sim.urls`)."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise click.UsageError(f"URL {url!r} cannot be used: {problem}")
 
 
 def _policy(name: str, policy_file: str | None, timeout: float | None) -> Policy:

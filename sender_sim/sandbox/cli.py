@@ -23,7 +23,6 @@ from datetime import timedelta
 from typing import Any
 
 import click
-import httpx
 import uvicorn
 
 from receiver.commands.console import make_console
@@ -51,6 +50,7 @@ from sender_sim.sandbox.terminal import SandboxShell, interact
 from sender_sim.sandbox.web import create_dashboard
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
+from sender_sim.urls import url_problem
 
 __all__ = ["PROMPT", "prompted", "sandbox_command", "stream_lines"]
 
@@ -90,12 +90,9 @@ async def prompted(lines: AsyncIterator[str], write: Callable[[str], None]) -> A
 
 
 def _check_url(url: str) -> None:
-    try:
-        parsed = httpx.URL(url)
-    except httpx.InvalidURL as error:
-        raise click.UsageError(f"--forward-to {url!r} is not a valid URL: {error}") from None
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        raise click.UsageError(f"--forward-to must be http(s)://host[:port]/path, got {url!r}")
+    problem = url_problem(url)
+    if problem is not None:
+        raise click.UsageError(f"--forward-to {url!r} cannot be used: {problem}")
 
 
 @click.command("sandbox")

@@ -184,6 +184,14 @@ def _free_port() -> int:
             "never answered within 0.2 s",
         ),
         (["check", "ftp://example/x", "--secret", SECRET], "http:// or https://"),
+        (["check", "http://127.0.0.1:99999/x", "--secret", SECRET], "port 99999 does not exist"),
+        (["check", "http://[::1/x", "--secret", SECRET], "not a valid URL"),
+        (["check", "http:///webhooks", "--secret", SECRET], "names no host"),
+        (
+            ["check", "http://127.0.0.1:{port}/", "--secret", SECRET]
+            + ["--probe", "http://127.0.0.1:0/p", "--probe-token", "t"],
+            "--probe URL",
+        ),
         (["check", "http://127.0.0.1:{port}/webhooks"], "no secret"),
         (["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--timeout", "-1"], "timeout"),
         (

@@ -233,7 +233,8 @@ def test_scripted_network_errors_are_retried(capsys: Capsys) -> None:
     ("argv", "expected"),
     [
         (["send", "not a url", "--secret", SECRET], "URL"),
-        (["send", "ftp://127.0.0.1/x", "--secret", SECRET], "http(s)"),
+        (["send", "ftp://127.0.0.1/x", "--secret", SECRET], "http:// or https://"),
+        (["send", "http://127.0.0.1:99999/x", "--secret", SECRET], "port 99999 does not exist"),
         (["send", "http://[::1/x", "--secret", SECRET], "URL"),
         (["send", "http://127.0.0.1:9/x"], "--secret"),
         (["send", "http://127.0.0.1:9/x", "--secret", "whsec_!!!"], "base64"),
