@@ -13,6 +13,7 @@ from conformance.catalogue import CATALOGUE
 from conformance.checks import RECEIVER_CHECKS
 from conformance.cli import main
 from conformance.commands.scenarios import scenarios_command
+from conformance.config import CheckSettings
 from conformance.docs import catalogue_markdown
 from conformance.exceptions import CatalogueError, UsageError
 from conformance.harnesses.sender_steps import SENDER_ACTIONS
@@ -21,6 +22,7 @@ from conformance.harnesses.wire_steps import ACTIONS
 from conformance.model import Harness, Scenario, Severity, Side, expect, step
 from conformance.registry import Registry
 from conformance.sender_checks import SENDER_CHECKS
+from conformance.session import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -190,3 +192,15 @@ def test_scenarios_lists_the_catalogue_as_a_table_and_as_json(
     assert {"guarantee", "severity", "tags", "steps", "expectations"} <= set(records[0])
     assert main(["scenarios", "--json", "--markdown"]) == 2
     assert scenarios_command.name == "scenarios"
+
+
+@pytest.mark.parametrize("harness", [Harness.C, Harness.R])
+def test_a_scenario_sending_its_first_copy_early_runs_after_every_other(harness: Harness) -> None:
+    """``plan`` keeps the catalogue's order but for the scenarios with an ``early`` step, which
+    run last: the whole run passes between their two copies."""
+    planned = plan(CheckSettings(), harness)
+    early = [s for s in planned if any(step.args.get("early") for step in s.steps)]
+    assert [s.id for s in early] == ["idempotency.late-duplicate"]
+    assert planned[-len(early) :] == early
+    others = [s for s in planned if s not in early]
+    assert others == [s for s in CATALOGUE.select(harness=harness) if s not in early]

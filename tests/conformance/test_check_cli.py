@@ -14,14 +14,17 @@ import pytest
 
 from conformance.catalogue import CATALOGUE
 from conformance.cli import main
+from conformance.config import CheckSettings
 from conformance.model import Harness, Scenario
+from conformance.session import plan
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
 from tests.conformance.broken_receivers import PROBE_TOKEN, plain_receiver
 from tests.conformance.report_schema import validate_report
 from tests.conformance.support import SECRET, other_schemes_only
 
-C_IDS = [s.id for s in CATALOGUE.tagged(Harness.C)]
+C_IDS = [s.id for s in plan(CheckSettings(), Harness.C)]
+"""Every C scenario, in the order a run takes them (and its reports list them)."""
 SKIPPED = other_schemes_only()
 """Scenarios of other schemes than the standard one (skipped in a standard run)."""
 PASSED = len(C_IDS) - len(SKIPPED)
@@ -188,8 +191,10 @@ def _free_port() -> int:
         (["check", "http://[::1/x", "--secret", SECRET], "not a valid URL"),
         (["check", "http:///webhooks", "--secret", SECRET], "names no host"),
         (
-            ["check", "http://127.0.0.1:{port}/", "--secret", SECRET]
-            + ["--probe", "http://127.0.0.1:0/p", "--probe-token", "t"],
+            [
+                *["check", "http://127.0.0.1:{port}/", "--secret", SECRET],
+                *["--probe", "http://127.0.0.1:0/p", "--probe-token", "t"],
+            ],
             "--probe URL",
         ),
         (["check", "http://127.0.0.1:{port}/webhooks"], "no secret"),
