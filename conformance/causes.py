@@ -80,6 +80,9 @@ CAUSES: Mapping[str, str] = {
     "latency": "answer within the sender's timeout: commit, acknowledge, then do slow work",
     "problem": "answer refusals with application/problem+json",
     "leak": "never echo a secret or a signature in an answer",
+    "error-text": "answer a refused delivery with your own words, not the verification "
+    "library's error message (stripe-node's names the length and last four characters of "
+    "your secret when the signature header describes another one)",
     "size": "accept bodies up to the limit you declare (a framework's default limit may be "
     "lower: raise it), and refuse larger ones with 413",
     "sender": "the sender breaks its retry contract (see each scenario's guarantee)",
@@ -127,6 +130,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("response.ack-after-commit", "ack"),
     ("response.problem-details", "problem"),
     ("response.no-secret-leak", "leak"),
+    ("response.no-secret-hint", "error-text"),
     ("size.*", "size"),
     ("story.*", "dedupe"),
     ("deadline.*", "sender"),

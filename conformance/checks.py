@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hmac
 import math
+import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -312,6 +313,28 @@ async def _no_leak(run: WireRun, expectation: Expectation) -> Verdict:
                 observed=f"{exchange.status}: the answer contains a secret or a signature "
                 "(not shown)",
             )
+    return None
+
+
+@check("no_secret_part")
+async def _no_secret_part(run: WireRun, expectation: Expectation) -> Verdict:
+    """No answer names the last four characters of one of the run's secrets (standing alone,
+    not inside a longer word), unless the request itself carried them."""
+    suffixes = {secret.value[-4:] for secret in run.options.scheme.secrets}
+    for exchange in _labelled(run, expectation):
+        request = exchange.request
+        sent = " ".join(v.decode("latin-1") for _, v in request.headers)
+        sent += " " + request.body.decode("latin-1")
+        text = exchange.body + " " + " ".join(exchange.headers.values())
+        for suffix in suffixes - {s for s in suffixes if s in sent}:
+            if re.search(rf"(?<![A-Za-z0-9+/]){re.escape(suffix)}(?![A-Za-z0-9+/=])", text):
+                return _failure(
+                    run,
+                    expectation,
+                    [exchange],
+                    observed=f"{exchange.status}: the answer names the last four characters of "
+                    "the secret (not shown)",
+                )
     return None
 
 

@@ -66,6 +66,11 @@ CASE_SENSITIVE_SIGNATURES: frozenset[str] = frozenset(
     name for name, s in _BY_NAME.items() if s.case_sensitive_signatures
 )
 """The schemes whose signatures are other bytes when a letter's case changes (base64)."""
+DESCRIBED_SECRETS: frozenset[str] = frozenset(
+    name for name, s in _BY_NAME.items() if s.describes_secret
+)
+"""The schemes whose sender may describe its secret in the signature header (Stripe's masked
+``secret=`` item), which a library may compare with its own and describe back."""
 
 
 def scheme_choices() -> str:

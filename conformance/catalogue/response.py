@@ -3,7 +3,7 @@ commit, with problem details, and without echoing secrets."""
 
 from __future__ import annotations
 
-from conformance.model import Harness, Scenario, Severity, expect, step
+from conformance.model import DESCRIBED_SECRETS, Harness, Scenario, Severity, expect, step
 
 __all__ = ["SCENARIOS"]
 
@@ -76,6 +76,29 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         expectations=(
             expect("no_leak", "no answer echoes a secret or signature", label="answers"),
+        ),
+    ),
+    Scenario(
+        id="response.no-secret-hint",
+        title="Refusals name no part of the secret",
+        guarantee="A delivery signed with another secret whose signature header describes that "
+        "secret (masked but for its last four characters, as the platform's sender does) is "
+        "refused, and the answer names no part of the receiver's own secret. stripe-node "
+        "compares the description with the secret it holds and names that secret's length and "
+        "last four characters in its error message, which Stripe's sample sends back "
+        "(`Webhook Error: ${err.message}`): not enough to forge a signature, but part of the "
+        "secret, told to whoever asks.",
+        severity=Severity.SHOULD,
+        tags=RC,
+        schemes=DESCRIBED_SECRETS,
+        steps=(step("deliver", event="a", label="hinted", mutation="secret-hint"),),
+        expectations=(
+            expect("status", "the delivery is refused", label="hinted", allowed=("4xx",)),
+            expect(
+                "no_secret_part",
+                "the answer names no part of the receiver's secret",
+                label="hinted",
+            ),
         ),
     ),
 )

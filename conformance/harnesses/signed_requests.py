@@ -365,6 +365,7 @@ MUTATIONS: tuple[str, ...] = (
     "none",
     "tampered-body",
     "wrong-secret",
+    "secret-hint",
     "missing:id",
     "missing:timestamp",
     "missing:signature",

@@ -265,7 +265,7 @@ class WireRun:
         scheme = self.options.scheme
         body = event.body if body is None else body
         timestamp = self.timestamp(event, skew, fresh=True)
-        if mutation == "wrong-secret":
+        if mutation in ("wrong-secret", "secret-hint"):
             secret = _wrong_secret(scheme, self.rng)
         else:
             secret = self.next_secret() if secret_index is None else scheme.secrets[secret_index]
@@ -290,6 +290,8 @@ class WireRun:
             )
         elif mutation == "tampered-body":
             body = tamper(body)
+        elif mutation == "secret-hint":  # signed with another secret, and saying which
+            headers = scheme.scheme.with_secret_hint(headers, secret=secret)
         elif mutation == "garbled":
             headers = {**headers, scheme.signature_header: scheme.scheme.garbled_signature}
         elif mutation.startswith("missing:"):

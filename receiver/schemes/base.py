@@ -498,6 +498,19 @@ class Scheme(Protocol):
         that starts with the secret's name), or ``None`` when it looks like this scheme's."""
         ...
 
+    @property
+    def describes_secret(self) -> bool:
+        """Whether the scheme's sender may describe, in the signature header, the secret it
+        signed with (Stripe's masked ``secret=`` item)."""
+        ...
+
+    def with_secret_hint(self, headers: Mapping[str, str], *, secret: Secret) -> dict[str, str]:
+        """``headers`` describing ``secret`` the way the scheme's sender does: masked but for
+        its length and last four characters (Stripe's libraries compare that with the secret
+        they hold, and stripe-node names the length and last four characters of theirs in its
+        error message). :class:`ConfigurationError` for a scheme whose sender never does."""
+        ...
+
 
 class SchemeBase:
     """The parts of :class:`Scheme` most schemes share; a scheme sets the class attributes and
@@ -624,3 +637,8 @@ class SchemeBase:
 
     def secret_warning(self, value: str) -> str | None:
         return None
+
+    describes_secret: ClassVar[bool] = False
+
+    def with_secret_hint(self, headers: Mapping[str, str], *, secret: Secret) -> dict[str, str]:
+        raise ConfigurationError(f"the {self.name} scheme never describes its secret")

@@ -61,7 +61,8 @@ class StripeStyle(SchemeBase):
     )
     id_in_body: ClassVar[bool] = True
     several_signatures: ClassVar[bool] = True
-    clear_fields: ClassVar[frozenset[str]] = frozenset({"t"})
+    clear_fields: ClassVar[frozenset[str]] = frozenset({"t", "secret"})
+    describes_secret: ClassVar[bool] = True
     garbled_signature: ClassVar[str] = "t=abc,v1=zz"
     secret_prefix: ClassVar[str] = "whsec_"
     redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
@@ -128,6 +129,14 @@ class StripeStyle(SchemeBase):
         bogus = hmac_digest(key, signed, "sha256").hex()
         ts, _, rest = headers[self.signature_header].partition(",")
         return {**headers, self.signature_header: f"{ts},{version}={bogus},{rest}"}
+
+    def with_secret_hint(self, headers: Mapping[str, str], *, secret: Secret) -> dict[str, str]:
+        """A ``secret=`` item masking ``secret`` but for its prefix and last four characters."""
+        value = secret.value
+        shown = value[: len(self.secret_prefix)] if value.startswith(self.secret_prefix) else ""
+        masked = shown + "*" * max(0, len(value) - len(shown) - 4) + value[-4:]
+        header = headers[self.signature_header]
+        return {**headers, self.signature_header: f"{header},secret={masked}"}
 
     def timestamp_of(self, headers: Mapping[str, str]) -> int | None:
         """The ``t=`` of the signature header (the first one), ``None`` without one."""
