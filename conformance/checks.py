@@ -316,18 +316,24 @@ async def _no_leak(run: WireRun, expectation: Expectation) -> Verdict:
     return None
 
 
+def _standing_alone(text: str) -> re.Pattern[str]:
+    """``text`` not inside a longer run of base64 characters (the secret "…cret" is not named
+    by the word "secret")."""
+    return re.compile(rf"(?<![A-Za-z0-9+/]){re.escape(text)}(?![A-Za-z0-9+/=])")
+
+
 @check("no_secret_part")
 async def _no_secret_part(run: WireRun, expectation: Expectation) -> Verdict:
     """No answer names the last four characters of one of the run's secrets (standing alone,
     not inside a longer word), unless the request itself carried them."""
-    suffixes = {secret.value[-4:] for secret in run.options.scheme.secrets}
+    named = [_standing_alone(secret.value[-4:]) for secret in run.options.scheme.secrets]
     for exchange in _labelled(run, expectation):
         request = exchange.request
         sent = " ".join(v.decode("latin-1") for _, v in request.headers)
         sent += " " + request.body.decode("latin-1")
         text = exchange.body + " " + " ".join(exchange.headers.values())
-        for suffix in suffixes - {s for s in suffixes if s in sent}:
-            if re.search(rf"(?<![A-Za-z0-9+/]){re.escape(suffix)}(?![A-Za-z0-9+/=])", text):
+        for suffix in named:
+            if suffix.search(text) and not suffix.search(sent):
                 return _failure(
                     run,
                     expectation,
