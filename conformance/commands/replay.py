@@ -205,12 +205,12 @@ def replay_command(
         if not plan.unknown:
             console.print("nothing to replay: the report has no failed scenario")
         return 1 if plan.unknown else 0
+    settings = plan.settings.validate()  # a usage error says so before anything is announced
     console.print(
         f"hookproof: replaying {counted(len(plan.ids), 'failed scenario')} against "
-        f"{plan.settings.url}"
+        f"{settings.url}"
     )
     collector = _Collector()
-    settings = plan.settings.validate()
     for warning in settings.warnings():
         click.echo(f"hookproof: warning: {warning}", err=True)
     run_interruptibly(run_check(settings, [collector]))

@@ -116,17 +116,32 @@ def test_replay_of_a_clean_report_has_nothing_to_do(
             '{"target": "sender", "scheme": "standard", "scenarios": []}',
             "is not an endpoint URL",
         ),
+        (
+            '{"target": "http://127.0.0.1:99999/x", "scheme": "standard", "scenarios": []}',
+            "is not an endpoint URL",
+        ),
+        (
+            '{"target": "http://127.0.0.1:9/x", "scheme": "nope", "scenarios": '
+            '[{"id": "signature.valid", "outcome": "failed"}]}',
+            "unknown scheme 'nope'",
+        ),
     ],
 )
 def test_replay_of_something_that_is_not_a_report_is_one_usage_error(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], content: str, said: str
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    content: str,
+    said: str,
 ) -> None:
+    monkeypatch.setenv("HOOKPROOF_SECRET", SECRET)
     report = tmp_path / "report.json"
     report.write_text(content)
     assert main(["replay", str(report)]) == 2
-    err = capsys.readouterr().err
-    assert said in err
-    assert len(err.strip().splitlines()) == 1
+    captured = capsys.readouterr()
+    assert said in captured.err
+    assert len(captured.err.strip().splitlines()) == 1
+    assert captured.out == ""  # nothing announced before the error
 
 
 def test_replay_of_a_probed_report_asks_for_the_probe_token(
