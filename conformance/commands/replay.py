@@ -207,8 +207,7 @@ def replay_command(
         return 1 if plan.unknown else 0
     settings = plan.settings.validate()  # a usage error says so before anything is announced
     console.print(
-        f"hookproof: replaying {counted(len(plan.ids), 'failed scenario')} against "
-        f"{settings.url}"
+        f"hookproof: replaying {counted(len(plan.ids), 'failed scenario')} against {settings.url}"
     )
     collector = _Collector()
     for warning in settings.warnings():
