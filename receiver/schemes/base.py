@@ -531,6 +531,7 @@ class SchemeBase:
     """Whether two event ids that differ only in letter case are two events (GitHub's delivery
     id is a GUID: hex, which no one is wrong to compare case-insensitively)."""
     several_signatures: ClassVar[bool] = False
+    describes_secret: ClassVar[bool] = False
     case_sensitive_signatures: ClassVar[bool] = False
     """Whether a signature's text changes its bytes when a letter changes case: hex (the
     default) does not, so a receiver may compare it either way; base64 does."""
@@ -637,8 +638,6 @@ class SchemeBase:
 
     def secret_warning(self, value: str) -> str | None:
         return None
-
-    describes_secret: ClassVar[bool] = False
 
     def with_secret_hint(self, headers: Mapping[str, str], *, secret: Secret) -> dict[str, str]:
         raise ConfigurationError(f"the {self.name} scheme never describes its secret")
