@@ -65,12 +65,16 @@ class WireRequest:
         signature_header: str | None,
         show_secrets: bool = False,
         credentials: frozenset[str] = frozenset(),
+        clear_fields: frozenset[str] = frozenset(),
     ) -> str:
         """A runnable ``curl`` command that sends these exact bytes
         (:func:`conformance.shell.curl_command`); by default the signature header's values and
         the values of the ``credentials`` headers (a gateway's API key) redacted."""
         headers = [
-            (name, self._shown(name, value, signature_header, credentials, show_secrets))
+            (
+                name,
+                self._shown(name, value, signature_header, credentials, show_secrets, clear_fields),
+            )
             for name, value in self.headers
         ]
         body = self.body if self.body or self.method == "POST" else None
@@ -83,11 +87,12 @@ class WireRequest:
         signature_header: str | None,
         credentials: frozenset[str],
         show_secrets: bool,
+        clear_fields: frozenset[str],
     ) -> bytes:
         if show_secrets:
             return value
         if name == signature_header:
-            return redact_signature(value.decode("latin-1")).encode("latin-1")
+            return redact_signature(value.decode("latin-1"), clear_fields).encode("latin-1")
         if name in credentials:
             return REDACTED.encode()
         return value
@@ -96,11 +101,13 @@ class WireRequest:
 _TOKEN = re.compile(r"(?P<name>[A-Za-z0-9_-]+)(?P<sep>[,=])(?P<value>[^\s,]+)")
 
 
-def redact_signature(value: str) -> str:
-    """Keep a signature header's structure (``v1,``, ``t=``, ``sha256=``) and hide its values."""
+def redact_signature(value: str, clear: frozenset[str] = frozenset()) -> str:
+    """Keep a signature header's structure (``v1,``, ``t=``, ``sha256=``) and hide its values,
+    but for the ``name=value`` items named in ``clear`` (the scheme's fields not derived from the
+    secret: Stripe's ``t``)."""
 
     def hide(match: re.Match[str]) -> str:
-        if match["name"] == "t" and match["sep"] == "=":
+        if match["name"] in clear and match["sep"] == "=":
             return match[0]
         return f"{match['name']}{match['sep']}{REDACTED}"
 

@@ -466,6 +466,7 @@ class WireRun:
             signature_header=self.options.scheme.signature_header,
             show_secrets=self.options.show_secrets,
             credentials=self.options.request_headers.credentials,
+            clear_fields=self.options.scheme.scheme.clear_fields,
         )
 
     def redactions(self) -> set[str]:

@@ -499,6 +499,12 @@ class Scheme(Protocol):
         ...
 
     @property
+    def clear_fields(self) -> frozenset[str]:
+        """Fields of the signature header not derived from the secret (Stripe's ``t``, and the
+        masked ``secret=`` description): shown where signatures are redacted."""
+        ...
+
+    @property
     def describes_secret(self) -> bool:
         """Whether the scheme's sender may describe, in the signature header, the secret it
         signed with (Stripe's masked ``secret=`` item)."""

@@ -25,6 +25,7 @@ from conformance.harnesses.signed_requests import (
 )
 from conformance.payloads import PayloadFactory
 from conformance.session import wire_options
+from receiver.schemes.stripe import StripeStyle
 from receiver.signing import Secret
 
 json_values = st.recursive(
@@ -54,12 +55,19 @@ def test_tampering_keeps_json_but_changes_the_bytes() -> None:
     [
         ("v1,abc123== v1,def456==", "v1,<redacted> v1,<redacted>"),
         ("t=1700000000,v1=deadbeef,v0=cafe", "t=1700000000,v1=<redacted>,v0=<redacted>"),
+        (
+            "t=1700000000,v1=deadbeef,secret=whsec_****abcd",
+            "t=1700000000,v1=<redacted>,secret=whsec_****abcd",
+        ),
         ("sha256=" + "a" * 64, "sha256=<redacted>"),
         ("garbage", "<redacted>"),
     ],
 )
 def test_signature_headers_are_redacted_keeping_their_structure(value: str, expected: str) -> None:
-    assert redact_signature(value) == expected
+    """Only what the scheme says is not derived from the secret stays (Stripe's ``t`` and its
+    masked ``secret=`` description); without that word every value is hidden."""
+    assert redact_signature(value, StripeStyle.clear_fields) == expected
+    assert "1700000000" not in redact_signature("t=1700000000,v1=deadbeef")
 
 
 def test_the_curl_reproduction_sends_exactly_the_recorded_bytes() -> None:
