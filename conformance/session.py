@@ -199,6 +199,7 @@ async def open_http_harness(
         wire = WireHarness(
             options, client, harness, probe_client=probe_client, copies_client=copies_client
         )
+        stack.push_async_callback(wire.aclose)  # before the clients it sends through close
         await wire.learn_effect_lag()
         yield wire
 

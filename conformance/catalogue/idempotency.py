@@ -192,8 +192,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         severity=Severity.MUST,
         tags=SRC,
         steps=(
-            step("publish", event="a"),
-            step("attempt", event="a", label="first", fault="lost_response"),
+            step("publish", event="a", early=True),
+            step("attempt", event="a", label="first", fault="lost_response", early=True),
             step("dead_letter", event="a"),
             step("advance", seconds=6 * 3600),
             step("redrive", event="a", label="redrive"),
@@ -220,8 +220,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         severity=Severity.MUST,
         tags=SRC,
         steps=(
-            step("publish", event="a"),
-            step("attempt", event="a", label="first", fault="lost_response"),
+            step("publish", event="a", early=True),
+            step("attempt", event="a", label="first", fault="lost_response", early=True),
             step("dead_letter", event="a"),
             step("redrive", event="a", label="redrive", operators=2),
         ),

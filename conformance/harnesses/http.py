@@ -41,6 +41,13 @@ def _sender_steps(scenario: Scenario) -> bool:
     )
 
 
+async def _close_driver(run: WireRun) -> None:
+    """Close the sender simulator ``run`` holds, if any (once)."""
+    driver, run.driver = run.driver, None
+    if driver is not None:
+        await driver.close()
+
+
 class WireHarness:
     """Runs receiver-side scenarios over one ``httpx.AsyncClient`` (R or C)."""
 
@@ -103,7 +110,9 @@ class WireHarness:
         run = early if early is not None else self._wire_run(scenario.id)
         failures: list[Failure] = []
         try:
-            driver = self._driver(run, scenario) if _sender_steps(scenario) else None
+            driver = run.driver  # made by deliver_early for a scenario whose sender went early
+            if driver is None and _sender_steps(scenario):
+                driver = self._driver(run, scenario)
             for step in scenario.steps:
                 if early is not None and step.args.get("early"):
                     continue  # sent before the first scenario (deliver_early)
@@ -121,28 +130,42 @@ class WireHarness:
         except Exception as error:  # a runner problem becomes an error outcome, never a crash
             return result(Outcome.ERROR, message=f"{error.__class__.__name__}: {error}")
         finally:
-            if run.driver is not None:
-                await run.driver.close()
+            await _close_driver(run)
         said = "; ".join(filter(None, [_duplicate_gaps(run), *run.remarks.values()]))
         return result(Outcome.FAILED if failures else Outcome.PASSED, failures, said)
 
     async def deliver_early(self, scenarios: Sequence[Scenario]) -> None:
         """Before the first scenario: the steps marked ``early`` of each of ``scenarios`` that
-        will run (the first copy of the late duplicate), so that the run's time counts toward
-        ``--patience``: the late duplicate then comes as long after its first copy as the run
-        took to reach it (seconds against a real endpoint), and waits only what patience still
-        asks. A scenario whose early steps failed to send runs them again in its turn."""
+        will run (the first copy of the late duplicate, the first attempt of an event the sender
+        will redrive), so that the run's time counts toward ``--patience``: the later copy then
+        comes as long after the first as the run took to reach it (seconds against a real
+        endpoint), and waits only what patience still asks. A scenario with sender steps keeps
+        its simulator until its turn. A scenario whose early steps failed to send runs them
+        again in its turn."""
         for scenario in scenarios:
             steps = [step for step in scenario.steps if step.args.get("early")]
-            if not steps or self.skip_reason(scenario) is not None or _sender_steps(scenario):
+            if not steps or self.skip_reason(scenario) is not None:
                 continue
             run = self._wire_run(scenario.id)
             try:
+                driver = self._driver(run, scenario) if _sender_steps(scenario) else None
                 for step in steps:
-                    await ACTIONS[step.action](run, step.args)
+                    if step.action in ACTIONS:
+                        await ACTIONS[step.action](run, step.args)
+                    else:
+                        assert driver is not None
+                        await SENDER_ACTIONS[step.action](driver, step.args)
             except HarnessError:
+                await _close_driver(run)
                 continue
             self._early[scenario.id] = run
+
+    async def aclose(self) -> None:
+        """Let go of what early steps kept for scenarios that did not run (an interrupted run,
+        a spent ``--max-time``): their sender simulators."""
+        early, self._early = self._early, {}
+        for run in early.values():
+            await _close_driver(run)
 
     async def learn_effect_lag(self) -> None:
         """Before the first scenario (with a probe and ``--settle``): deliver one lone event and

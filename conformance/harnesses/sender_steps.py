@@ -194,6 +194,9 @@ class TrackedEvent:
     attempts_planned: int = 0
     fanned_out: tuple[str, ...] = ()
     """The deliveries a fan-out publication made (``publish_event``)."""
+    first_attempt_at: float | None = None
+    """When (``time.perf_counter``) its first attempt was dispatched: ``--patience`` counts
+    from there."""
 
 
 @dataclass
@@ -276,6 +279,15 @@ class SenderDriver:
         self.events[label] = tracked
         return tracked
 
+    def patience_left(self, tracked: TrackedEvent) -> float:
+        """Real seconds still to wait before a redrive copy of ``tracked``: ``--patience``
+        since its first attempt (sent before the first scenario, where the step says so)."""
+        if self.patience_s <= 0:
+            return 0.0
+        if tracked.first_attempt_at is None:
+            return self.patience_s
+        return max(0.0, self.patience_s - (time.perf_counter() - tracked.first_attempt_at))
+
     def copies_of(self, args: Mapping[str, Any]) -> int:
         """How many concurrent copies an ``attempt_concurrently`` step sends."""
         return int(args.get("copies") or 0) or self.concurrency
@@ -353,6 +365,8 @@ class SenderDriver:
         self.catch_up(tracked)
         chosen = sim.worker(worker, clock_skew=timedelta(seconds=skew_s))
         self.transport.label = label
+        if tracked.first_attempt_at is None:
+            tracked.first_attempt_at = time.perf_counter()
         leases = chosen.claim(delivery_ids=[tracked.delivery_id])
         chosen.finish([await chosen.dispatch(lease) for lease in leases])
 
@@ -472,8 +486,7 @@ async def _redrive(driver: SenderDriver, args: Mapping[str, Any]) -> None:
     except SimulatorError as error:
         raise HarnessError(f"the redrive failed: {error}") from None
     if args.get("then_attempt", True):
-        if driver.patience_s > 0:
-            await asyncio.sleep(driver.patience_s)  # real time: the receiver's dedupe must last
+        await asyncio.sleep(driver.patience_left(tracked))  # real time: the dedupe must last
         await driver.attempt(tracked, args.get("label", "redrive"))
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import random
+import time
 from pathlib import Path
 
 import httpx
@@ -22,6 +23,7 @@ from conformance.harnesses.fuzz_cases import (
     repeated_cases,
     wrong_length_cases,
 )
+from conformance.harnesses.sender_steps import SenderDriver, TrackedEvent
 from conformance.harnesses.signed_requests import WireScheme, padded
 from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
 from conformance.model import CASE_SENSITIVE_SIGNATURES
@@ -368,3 +370,44 @@ def test_odd_json_cases_parse_are_no_event_and_none_is_authentic(scheme: str) ->
             continue
         assert not (isinstance(document, dict) and isinstance(document.get("type"), str))
     assert nested == 1
+
+
+def test_a_redrive_copy_comes_after_the_whole_run_and_waits_only_what_patience_has_left() -> None:
+    """The first attempt of the event the sender redrives goes before the first scenario (its
+    steps are marked early) and the scenario runs last: the redrive copy's gap is the run's
+    length, and ``--patience`` counts from that first attempt, not from the redrive."""
+    app = plain_receiver((SECRET,))
+    settings = app_settings(
+        PROBE_TOKEN,
+        patience=0.3,
+        select=("signature.*", "idempotency.redrive-duplicate", "response.*"),
+    )
+    results = run_in_process(app, settings)
+    assert list(results)[-1] == "idempotency.redrive-duplicate"
+    redrive = results["idempotency.redrive-duplicate"]
+    assert redrive.outcome is Outcome.PASSED, redrive.failures
+    others = sum(r.duration_s for sid, r in results.items() if sid != redrive.scenario.id)
+    said = redrive.message.removeprefix("1 duplicate sent ").split(" ")
+    gap_s = float(said[0]) / (1000 if said[1] == "ms" else 1)
+    assert gap_s >= max(others, 0.3)  # the run, and at least the patience, in between
+
+
+def test_patience_counts_from_the_first_attempt() -> None:
+    driver = SenderDriver(
+        transport=None,  # type: ignore[arg-type]
+        url="http://127.0.0.1:9/webhooks",
+        scheme="standard",
+        secrets=(SECRET,),
+        make_body=lambda eid, ref, variant: b"{}",
+        new_event_id=lambda: "evt_1",
+        seed=1,
+        virtual_wire_clock=False,
+        patience_s=2.0,
+    )
+    never = TrackedEvent("a", "evt_1", "dlv_evt_1", b"{}")
+    assert driver.patience_left(never) == 2.0
+    long_ago = TrackedEvent("b", "evt_2", "dlv_evt_2", b"{}", first_attempt_at=0.0)
+    assert driver.patience_left(long_ago) == 0.0
+    just_now = TrackedEvent("c", "evt_3", "dlv_evt_3", b"{}")
+    just_now.first_attempt_at = time.perf_counter() - 0.5
+    assert 1.0 < driver.patience_left(just_now) <= 1.5
