@@ -169,6 +169,12 @@ class Scenario:
         return tuple(e for e in self.expectations if e.side is side)
 
     @property
+    def early_steps(self) -> tuple[Step, ...]:
+        """The steps sent before the first scenario of a run (marked ``early``: the first copy
+        of an event whose later copy must come after the whole run)."""
+        return tuple(step for step in self.steps if step.args.get("early"))
+
+    @property
     def judges_effects(self) -> bool:
         """Whether some receiver expectation reads effects (so a probe changes how it is judged)."""
         return any(e.check in EFFECT_CHECKS for e in self.expectations_of(Side.RECEIVER))

@@ -91,11 +91,7 @@ def plan(settings: CheckSettings, harness: Harness = Harness.C) -> list[Scenario
     scenario (a step marked ``early``) runs after all the others, so that the whole run passes
     between its two copies (the late duplicate's gap is the run's length, not half of it)."""
     selected = CATALOGUE.select(settings.select, settings.deselect, harness=harness)
-    return sorted(selected, key=_sends_early)
-
-
-def _sends_early(scenario: Scenario) -> bool:
-    return any(step.args.get("early") for step in scenario.steps)
+    return sorted(selected, key=lambda scenario: bool(scenario.early_steps))
 
 
 @functools.cache

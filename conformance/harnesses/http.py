@@ -25,7 +25,7 @@ from conformance.harnesses.settling import EffectLag
 from conformance.harnesses.state import EventOnWire, RateLimiter, WireOptions, WireRun
 from conformance.harnesses.wire_steps import ACTIONS, REQUIRES
 from conformance.judging import judge
-from conformance.model import Harness, Scenario, Side
+from conformance.model import Harness, Scenario, Side, Step
 from conformance.results import Failure, Outcome, ScenarioResult
 
 __all__ = ["PACE_RUN", "WireHarness"]
@@ -39,6 +39,16 @@ def _sender_steps(scenario: Scenario) -> bool:
     return any(
         step.action in SENDER_ACTIONS and step.action not in ACTIONS for step in scenario.steps
     )
+
+
+async def _perform(run: WireRun, step: Step) -> None:
+    """Interpret one step: a wire action on ``run``, or a sender action on its simulator."""
+    if step.action in ACTIONS:
+        await ACTIONS[step.action](run, step.args)
+        return
+    if run.driver is None:
+        raise HarnessError(f"step {step.action!r} needs the sender simulator")
+    await SENDER_ACTIONS[step.action](run.driver, step.args)
 
 
 async def _close_driver(run: WireRun) -> None:
@@ -110,17 +120,12 @@ class WireHarness:
         run = early if early is not None else self._wire_run(scenario.id)
         failures: list[Failure] = []
         try:
-            driver = run.driver  # made by deliver_early for a scenario whose sender went early
-            if driver is None and _sender_steps(scenario):
-                driver = self._driver(run, scenario)
+            if run.driver is None and _sender_steps(scenario):  # else made by deliver_early
+                self._driver(run, scenario)
+            sent_early = scenario.early_steps if early is not None else ()
             for step in scenario.steps:
-                if early is not None and step.args.get("early"):
-                    continue  # sent before the first scenario (deliver_early)
-                if step.action in ACTIONS:
-                    await ACTIONS[step.action](run, step.args)
-                else:
-                    assert driver is not None
-                    await SENDER_ACTIONS[step.action](driver, step.args)
+                if step not in sent_early:  # those went before the first scenario
+                    await _perform(run, step)
             for expectation in scenario.expectations_of(Side.RECEIVER):
                 verdict = await judge(run, scenario, expectation)  # graded (#9 §2)
                 if isinstance(verdict, Failure):  # Unjudged: observed_by says how it was judged
@@ -143,18 +148,15 @@ class WireHarness:
         its simulator until its turn. A scenario whose early steps failed to send runs them
         again in its turn."""
         for scenario in scenarios:
-            steps = [step for step in scenario.steps if step.args.get("early")]
+            steps = scenario.early_steps
             if not steps or self.skip_reason(scenario) is not None:
                 continue
             run = self._wire_run(scenario.id)
             try:
-                driver = self._driver(run, scenario) if _sender_steps(scenario) else None
+                if _sender_steps(scenario):
+                    self._driver(run, scenario)
                 for step in steps:
-                    if step.action in ACTIONS:
-                        await ACTIONS[step.action](run, step.args)
-                    else:
-                        assert driver is not None
-                        await SENDER_ACTIONS[step.action](driver, step.args)
+                    await _perform(run, step)
             except HarnessError:
                 await _close_driver(run)
                 continue

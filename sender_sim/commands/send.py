@@ -35,6 +35,7 @@ from sender_sim.commands.options import (
 from sender_sim.commands.reports import delivery_json, row_json, row_printer, verdict
 from sender_sim.commands.support import (
     announce_start,
+    check_url,
     clock_end_note,
     delivery_client,
     open_store,
@@ -50,7 +51,6 @@ from sender_sim.policy_file import load_policy_file
 from sender_sim.records import State, rfc3339
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
-from sender_sim.urls import url_problem
 
 __all__ = ["DEFAULT_EVENT_TYPE", "EventSpec", "load_event_file", "send_command"]
 
@@ -97,13 +97,6 @@ def load_event_file(path: str) -> EventSpec:
             event_id=event_id if isinstance(event_id, str) else None,
         )
     return EventSpec(data=document)
-
-
-def _check_url(url: str) -> None:
-    """A usage error unless ``url`` can address a webhook endpoint (:mod:`sender_sim.urls`)."""
-    problem = url_problem(url)
-    if problem is not None:
-        raise click.UsageError(f"URL {url!r} cannot be used: {problem}")
 
 
 def _policy(name: str, policy_file: str | None, timeout: float | None) -> Policy:
@@ -181,7 +174,7 @@ def send_command(
     Prints every transition as it happens, then the final state and its explanation. Exit status:
     0 delivered, 1 dead-lettered, 2 usage or configuration error.
     """
-    _check_url(url)
+    check_url(url)
     keys = split_secrets(secrets)
     if not keys:
         raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")

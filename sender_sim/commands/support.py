@@ -44,6 +44,7 @@ from sender_sim.records import LedgerRow, State, format_duration, from_us, rfc33
 from sender_sim.sender_client import sender_client
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
+from sender_sim.urls import url_problem
 from sender_sim.worker import Worker
 
 __all__ = [
@@ -90,6 +91,14 @@ async def delivery_client() -> AsyncIterator[httpx.AsyncClient]:
     async with sender_client() as client:
         anyio.Event()  # what httpcore's first request would set up
         yield client
+
+
+def check_url(url: str, what: str = "URL") -> None:
+    """A usage error naming ``what`` unless ``url`` can address a webhook endpoint
+    (:mod:`sender_sim.urls`)."""
+    problem = url_problem(url)
+    if problem is not None:
+        raise click.UsageError(f"{what} {url!r} cannot be used: {problem}")
 
 
 def split_secrets(values: Iterable[str]) -> tuple[str, ...]:

@@ -35,6 +35,7 @@ from sender_sim.commands.options import (
     seed_option,
 )
 from sender_sim.commands.support import (
+    check_url,
     delivery_client,
     open_store,
     parse_duration,
@@ -50,7 +51,6 @@ from sender_sim.sandbox.terminal import SandboxShell, interact
 from sender_sim.sandbox.web import create_dashboard
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
-from sender_sim.urls import url_problem
 
 __all__ = ["PROMPT", "prompted", "sandbox_command", "stream_lines"]
 
@@ -87,12 +87,6 @@ async def prompted(lines: AsyncIterator[str], write: Callable[[str], None]) -> A
     async for line in lines:
         yield line
         write(PROMPT)
-
-
-def _check_url(url: str) -> None:
-    problem = url_problem(url)
-    if problem is not None:
-        raise click.UsageError(f"--forward-to {url!r} cannot be used: {problem}")
 
 
 @click.command("sandbox")
@@ -166,7 +160,7 @@ def sandbox_command(
 
     Commands are read from standard input; type `help`. `quit` or end of input leaves.
     """
-    _check_url(url)
+    check_url(url, "--forward-to")
     keys = split_secrets(secrets)
     if not keys:
         raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")
