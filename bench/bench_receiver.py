@@ -15,7 +15,11 @@ Each server runs as its own process under the same uvicorn configuration
 * **bare** — a Starlette endpoint that reads the body and answers the same small JSON, nothing else;
 * **no-inbox** — a diagnostic, not a product: the guarded endpoint over an inbox that stores
   nothing (every claim is a first claim, every commit succeeds at once, no thread, no file). What
-  verifying, the I-JSON check and the middleware cost alone: the ceiling of guarded for any inbox.
+  verifying, the I-JSON check and the middleware cost alone: the ceiling of guarded for any inbox;
+* **minimal** — a diagnostic, not a product: the least any Python guard in front of the endpoint
+  does, in a dozen lines (decode the headers, read the body, verify, parse the JSON, hand the
+  body on, hold the answer until the end): no inbox, no body deadline, no limits, no problem
+  answers. Where the targets sit against what a guard costs before it keeps any promise.
 
 The load generator is ``wrk`` (C, event-driven; install with ``apt-get install -y wrk`` or
 ``brew install wrk``), driven by a Lua script that cycles through pre-signed requests loaded from a
@@ -65,7 +69,7 @@ from bench.wrk_load import (  # noqa: E402  (after the path set-up above)
     wrk_command,
 )
 
-KINDS = ("bare", "guarded", "durable", "no-inbox")
+KINDS = ("bare", "guarded", "durable", "no-inbox", "minimal")
 TARGETS = {
     "guarded": ("the same endpoint behind the middleware + SQLite inbox", 0.70),
     "durable": ("the reference app, with its transactional demo effect", 0.65),
@@ -73,6 +77,7 @@ TARGETS = {
 """Each measured kind: what it is, and its target share of the bare endpoint's requests/s."""
 DIAGNOSTICS = {
     "no-inbox": "the middleware over an inbox that stores nothing: guarded's ceiling, no target",
+    "minimal": "verify + parse + hold the answer, nothing else: any Python guard's ceiling",
 }
 """Kinds measured to explain the others, reported as a share of bare without a target."""
 WARMUP_S = 2
@@ -103,6 +108,12 @@ def serve(kind: str, port: int, db: str) -> None:
             return JSONResponse({"ok": True})
 
         middleware = []
+        if kind == "minimal":
+            from starlette.middleware import Middleware
+
+            from receiver.signing import Secret, Verifier
+
+            middleware.append(Middleware(_MinimalGuard, verifier=Verifier([Secret(SECRET)])))
         if kind in ("guarded", "no-inbox"):  # the same endpoint behind the durability layer
             from starlette.middleware import Middleware
 
@@ -122,6 +133,41 @@ def serve(kind: str, port: int, db: str) -> None:
             middleware=middleware,
         )
     run_server(app, bind_socket(HOST, port), log_level="warning")
+
+
+class _MinimalGuard:
+    """The ``minimal`` diagnostic: what any guard must do at the least, and nothing more (no
+    inbox, no deadline, no limits; a failed verification is an exception). Never a receiver."""
+
+    def __init__(self, app: Any, verifier: Any) -> None:
+        self.app, self.verifier = app, verifier
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from receiver.ijson import parse_payload
+
+        if scope["type"] != "http" or scope["path"] != "/webhooks":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        body = (await receive())["body"]  # wrk sends each body whole, with its headers
+        self.verifier.verify(body, headers)
+        parse_payload(body)
+        held: list[Any] = []
+        handed = False
+
+        async def replay() -> Any:
+            nonlocal handed
+            if handed:
+                return await receive()
+            handed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        async def hold(message: Any) -> None:
+            held.append(message)
+
+        await self.app(scope, replay, hold)
+        for message in held:
+            await send(message)
 
 
 def _nothing_stored() -> Any:
