@@ -7,7 +7,7 @@
 # Needs the development environment (.venv, `pip install -e '.[test,dev]'`), wrk for the HTTP
 # benchmarks and, for the PostgreSQL row, the server named by HOOKPROOF_TEST_POSTGRES_DSN
 # (default postgresql://postgres@127.0.0.1:5432/test); valgrind for the instruction count (skipped,
-# saying so, without it). Takes about 20 minutes on the project's 2-core machine; run nothing
+# saying so, without it). Takes about 10 minutes on the project's 2-core machine; run nothing
 # else meanwhile.
 set -uo pipefail
 cd "$(dirname "$0")/.."
