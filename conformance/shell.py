@@ -6,16 +6,24 @@ value and any body — multi-line, not UTF-8, with NUL bytes — through a POSIX
   ksh), so a reproduction stays one line and survives copy and paste.
 - Any other body is piped in through ``printf`` with octal escapes (POSIX ``printf``; a NUL byte
   cannot be part of a command-line argument at all) and read by ``curl --data-binary @-``.
+- A body holding a long run of one byte (the padding of the size scenarios: a body just under a
+  1 MiB limit, or twice over it) is piped in too, its runs written by
+  ``head -c N /dev/zero | tr '\\000' …`` between ``printf`` parts: the same bytes, in a command a
+  terminal can show, instead of a megabyte on one line.
 """
 
 from __future__ import annotations
 
+import re
 import shlex
 from collections.abc import Sequence
 
-__all__ = ["ansi_c_word", "curl_command", "is_plain", "printf_word"]
+__all__ = ["LONG_RUN", "ansi_c_word", "body_producer", "curl_command", "is_plain", "printf_word"]
 
 _SAFE = frozenset(range(0x20, 0x7F)) - {ord("'"), ord("\\")}
+LONG_RUN = 256
+"""Runs of one byte at least this long are written by ``head | tr`` instead of spelled out."""
+_RUNS = re.compile(rb"(.)\1{%d,}" % (LONG_RUN - 1), re.DOTALL)
 
 
 def is_plain(data: bytes) -> bool:
@@ -43,6 +51,33 @@ def printf_word(data: bytes) -> str:
     return "'" + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in data) + "'"
 
 
+def _run_word(byte: int, count: int) -> str:
+    """A pipeline printing ``count`` copies of ``byte``."""
+    zeros = f"head -c {count} /dev/zero"
+    if byte == 0:
+        return zeros
+    target = chr(byte) if byte < 0x80 and chr(byte).isalnum() else f"\\{byte:03o}"
+    return f"{zeros} | tr '\\000' '{target}'"
+
+
+def body_producer(body: bytes) -> str:
+    """A POSIX shell command that writes exactly ``body`` to its standard output: one ``printf``,
+    or, around long runs of one byte (:data:`LONG_RUN`), a group of ``printf`` and ``head | tr``
+    parts."""
+    parts: list[str] = []
+    at = 0
+    for run in _RUNS.finditer(body):
+        if run.start() > at:
+            parts.append(f"printf {printf_word(body[at : run.start()])}")
+        parts.append(_run_word(body[run.start()], run.end() - run.start()))
+        at = run.end()
+    if not parts:
+        return f"printf {printf_word(body)}"
+    if at < len(body):
+        parts.append(f"printf {printf_word(body[at:])}")
+    return "{ " + "; ".join(parts) + "; }"
+
+
 def _word(data: bytes) -> str:
     return shlex.quote(data.decode("utf-8")) if is_plain(data) else ansi_c_word(data)
 
@@ -56,6 +91,6 @@ def curl_command(
         parts += ["-H", _word(name.encode("latin-1") + b": " + value)]
     if body is None:
         return " ".join(parts)
-    if is_plain(body):
+    if is_plain(body) and _RUNS.search(body) is None:
         return " ".join([*parts, "--data-binary", shlex.quote(body.decode("utf-8"))])
-    return f"printf {printf_word(body)} | " + " ".join([*parts, "--data-binary", "@-"])
+    return f"{body_producer(body)} | " + " ".join([*parts, "--data-binary", "@-"])

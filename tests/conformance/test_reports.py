@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from conformance.catalogue import CATALOGUE
 from conformance.causes import group_by_cause
@@ -28,7 +30,7 @@ from conformance.model import Severity
 from conformance.reporters import ConsoleReporter, junit_document
 from conformance.reporters.text import counted, describe_result
 from conformance.results import Failure, Outcome, ScenarioResult, Summary
-from conformance.shell import curl_command
+from conformance.shell import LONG_RUN, body_producer, curl_command
 from receiver.server import running_server
 from tests.conformance.broken_receivers import PROBE_TOKEN, SECOND_SECRET, plain_receiver
 from tests.conformance.report_schema import validate_report
@@ -39,6 +41,8 @@ BODIES = [
     b'{\n  "multi": "line",\n  "quote": "it\'s"\n}\n',
     b"\x00\xff\xfe binary \r\n 100% \\ 'q' $HOME `x`",
     '{"unicode": "caf\u00e9 \u2603"}'.encode(),
+    b'{"padding":"' + b"x" * 300_000 + b'"}',  # a size scenario's body: one long run
+    b"\x00" * 300 + b"\xff" * 1000 + b"%" * 256 + b"'\\\n-" * 3,  # runs of awkward bytes
 ]
 
 
@@ -73,6 +77,7 @@ def test_the_curl_reproduction_sends_the_exact_bytes(capture: str, body: bytes) 
     request = WireRequest(capture, (("x-odd", "tab\there é".encode("latin-1")),), body)
     command = request.curl(signature_header=None)
     assert "\n" not in command  # one line: it survives copy and paste
+    assert len(command) < 400  # long runs are written by head | tr, not spelled out
     if shutil.which("curl") is None or shutil.which("bash") is None:
         pytest.skip("curl or bash is not installed: the printf part is checked below")
     subprocess.run(["bash", "-c", command], check=True, capture_output=True, timeout=20)
@@ -82,12 +87,32 @@ def test_the_curl_reproduction_sends_the_exact_bytes(capture: str, body: bytes) 
 @pytest.mark.parametrize("body", BODIES)
 def test_the_body_part_of_a_reproduction_prints_the_exact_bytes_in_sh(body: bytes) -> None:
     command = curl_command("POST", "http://127.0.0.1:9/", [], body)
-    if command.startswith("printf "):
-        printf = command.split(" | curl ", 1)[0]
-        out = subprocess.run(["sh", "-c", printf], check=True, capture_output=True, timeout=20)
+    if command.endswith("--data-binary @-"):
+        producer = command.split(" | curl ", 1)[0]
+        out = subprocess.run(["sh", "-c", producer], check=True, capture_output=True, timeout=20)
         assert out.stdout == body
     else:
         assert command.endswith("--data-binary " + __import__("shlex").quote(body.decode()))
+
+
+_RUNNY = st.lists(
+    st.one_of(
+        st.binary(max_size=40),
+        st.tuples(st.integers(0, 255), st.integers(LONG_RUN - 2, 700)).map(
+            lambda run: bytes([run[0]]) * run[1]
+        ),
+    ),
+    max_size=5,
+).map(b"".join)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_RUNNY)
+def test_a_body_producer_writes_the_exact_bytes_whatever_its_runs(body: bytes) -> None:
+    out = subprocess.run(
+        ["sh", "-c", body_producer(body)], check=True, capture_output=True, timeout=20
+    )
+    assert out.stdout == body
 
 
 def _result(sid: str, *failures: Failure, outcome: Outcome = Outcome.FAILED) -> ScenarioResult:
