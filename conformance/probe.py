@@ -22,6 +22,7 @@ import httpx
 from conformance.deadline import Answer, request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError, ProbeUnusable
 from conformance.extra_headers import is_credential
+from sender_sim.wire import tls_failure
 
 __all__ = ["PROBE_MAX_BYTES", "Probe", "ProbeSnapshot"]
 
@@ -124,9 +125,8 @@ class Probe:
                         "the probe did not answer: the connection closed under the read"
                     ) from None
             except httpx.HTTPError as error:
-                raise HarnessError(
-                    f"the probe did not answer: {error.__class__.__name__}"
-                ) from None
+                said = tls_failure(error) or error.__class__.__name__
+                raise HarnessError(f"the probe did not answer: {said}") from None
         raise AssertionError("unreachable")  # pragma: no cover
 
 

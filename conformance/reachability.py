@@ -5,7 +5,9 @@ endpoint may still be starting, e.g. in a CI job that launched it a moment ago);
 even 404 or 405, means someone is listening. Each try has a total deadline (a server that drips
 its answer cannot stretch it). Not answering is :class:`EndpointUnreachable`, and its message says
 "never answered" only when nothing answered at all (an endpoint that answered only 503, or
-started an answer it never finished, is named as such).
+started an answer it never finished, is named as such). A TLS failure (a certificate that cannot
+be verified, an ``https://`` URL on a plain-HTTP port) is not waited out: it is said at once, with
+what to do about it.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import httpx
 
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, EndpointUnreachable
+from sender_sim.wire import tls_failure
 
 __all__ = ["wait_until_answering"]
 
@@ -34,6 +37,9 @@ async def wait_until_answering(
             answered = late.status is not None
             why = late.describe()
         except (httpx.ConnectError, httpx.RemoteProtocolError) as error:
+            tls = tls_failure(error)
+            if tls is not None:  # a certificate does not become valid by waiting
+                raise EndpointUnreachable(f"the endpoint {url} cannot be used: {tls}") from None
             answered, why = False, error.__class__.__name__
         except httpx.HTTPError as error:
             raise EndpointUnreachable(

@@ -36,6 +36,7 @@ __all__ = [
     "failure_kind",
     "redact",
     "signed_headers",
+    "tls_failure",
 ]
 
 DELIVERY_ID_HEADER = "hookproof-delivery-id"
@@ -133,6 +134,30 @@ def failure_kind(error: httpx.RequestError) -> OutcomeKind:
             if isinstance(cause, kind_of_cause):
                 return kind
     return OutcomeKind.CONNECT
+
+
+def _ssl_reason(error: ssl.SSLError, preferred: str | None = None) -> str:
+    """OpenSSL's reason for ``error`` (its ``reason`` is only set when OpenSSL raised it)."""
+    return preferred or getattr(error, "reason", None) or error.strerror or str(error)
+
+
+def tls_failure(error: BaseException) -> str | None:
+    """What went wrong in TLS when ``error`` (an httpx error, say) was caused by it, in one line
+    with what to do about it; ``None`` for any other failure. A certificate that cannot be
+    verified is named with OpenSSL's reason (``self-signed certificate``, ``certificate has
+    expired``, ``Hostname mismatch …``); any other TLS failure (a plain-HTTP port given an
+    ``https://`` URL) with its reason."""
+    for cause in _chain(error):
+        if isinstance(cause, ssl.SSLCertVerificationError):
+            reason = _ssl_reason(cause, getattr(cause, "verify_message", None))
+            return (
+                f"its TLS certificate could not be verified ({reason}); for a private or "
+                "self-signed CA, point SSL_CERT_FILE at its certificate (PEM)"
+            )
+        if isinstance(cause, ssl.SSLError):
+            reason = _ssl_reason(cause).lower().replace("_", " ")
+            return f"the TLS handshake failed ({reason}): is it served over plain http://?"
+    return None
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:

@@ -43,6 +43,7 @@ from conformance.payloads import PayloadFactory
 from conformance.probe import Probe, ProbeSnapshot
 from receiver.clock import next_fresh_second
 from receiver.signing import Secret
+from sender_sim.wire import tls_failure
 
 if TYPE_CHECKING:
     from conformance.harnesses.sender_steps import SenderDriver
@@ -505,7 +506,7 @@ def _no_answer(error: httpx.HTTPError, body_bytes: int) -> str:
     """Why an exchange has no answer, saying so when the connection died under a large body:
     a receiver that answers early (a 413) and closes without reading the rest loses its answer
     to the TCP reset, and a sender sees a network error, not the refusal."""
-    words = next(
+    words = tls_failure(error) or next(
         (words for kind, words in _NO_ANSWER_WORDS if isinstance(error, kind)),
         "the request failed",
     )

@@ -23,6 +23,7 @@ from sender_sim import (
     State,
     policy_named,
 )
+from sender_sim.wire import tls_failure
 from tests.sender_sim.conftest import T0, URL, MakeSim
 
 Script = httpx.Response | Exception
@@ -241,3 +242,34 @@ def test_an_invalid_retry_after_is_ignored(make_sim: MakeSim, value: str) -> Non
     assert delivery.next_attempt_at == T0 + timedelta(microseconds=jitter)
     if value:
         assert sim.ledger(did)[-1].details["retry_after_ignored"] == value
+
+
+def _expired() -> ssl.SSLCertVerificationError:
+    error = ssl.SSLCertVerificationError(1, "certificate verify failed")
+    error.verify_message = "certificate has expired"
+    return error
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (_caused(httpx.ConnectError("handshake"), _expired()), "(certificate has expired)"),
+        (
+            _caused(httpx.ConnectError("handshake"), ssl.SSLError(1, "WRONG_VERSION_NUMBER")),
+            "plain http://",
+        ),
+        (httpx.ConnectError("[SSL: CERTIFICATE_VERIFY_FAILED] handshake"), None),
+        (_caused(httpx.ConnectError("lookup"), socket.gaierror(-2, "Name not known")), None),
+    ],
+)
+def test_a_tls_failure_is_named_with_openssls_reason_and_what_to_do(
+    error: Exception, words: str | None
+) -> None:
+    said = tls_failure(error)
+    if words is None:
+        assert said is None  # the type decides, never the message's words
+        return
+    assert said is not None
+    assert words in said
+    if "certificate" in words:
+        assert "SSL_CERT_FILE" in said

@@ -7,11 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import shutil
 import ssl
-import subprocess
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import httpcore
 import httpx
@@ -19,6 +16,7 @@ import pytest
 
 from sender_sim.network_backend import QuickLivenessBackend, install
 from sender_sim.sender_client import sender_client
+from tests.tls_support import self_signed
 
 ANSWER = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\n\r\nok"
 
@@ -80,16 +78,7 @@ async def _run(hang_up: bool, tls: tuple[ssl.SSLContext, ssl.SSLContext] | None)
 
 @pytest.fixture(scope="module")
 def tls(tmp_path_factory: pytest.TempPathFactory) -> tuple[ssl.SSLContext, ssl.SSLContext]:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl is not installed (it makes the test's self-signed certificate)")
-    where: Path = tmp_path_factory.mktemp("tls")
-    key, cert = where / "key.pem", where / "cert.pem"
-    subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-         "-subj", "/CN=localhost", "-addext", "subjectAltName=DNS:localhost",
-         "-keyout", str(key), "-out", str(cert)],
-        check=True, capture_output=True, timeout=60,
-    )  # fmt: skip
+    key, cert = self_signed(tmp_path_factory.mktemp("tls"))
     serving = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     serving.load_cert_chain(cert, key)
     trusting = ssl.create_default_context(cafile=str(cert))
