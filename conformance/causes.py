@@ -14,7 +14,10 @@ acknowledged at all, most of the catalogue fails with it — a wrong secret, sch
 type, not thirty bugs. Every scenario whose own authentic delivery was refused then folds into
 :data:`REFUSED_AUTHENTIC`, whose fix quotes the receiver's answer. So does a receiver whose
 effects show only after its answer (:data:`EFFECT_AFTER_ANSWER`, named by the failures whose
-missing effect showed a moment later): every "applied once" check of the run fails with it.
+missing effect showed a moment later): every "applied once" check of the run fails with it. And
+an endpoint that answers with a redirect (:data:`REDIRECTED`: a URL moved to ``https://`` or to
+a trailing slash) fails every scenario whose answer was a 3xx for that one reason, since no
+webhook sender follows a redirect: its fix quotes the first such answer, ``Location`` included.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ __all__ = [
     "EFFECT_AFTER_ANSWER",
     "FOLDS_INTO",
     "PLAINEST",
+    "REDIRECTED",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
     "Cause",
@@ -37,6 +41,8 @@ __all__ = [
     "group_by_cause",
 ]
 
+REDIRECTED = "redirect"
+"""The cause key of a failure whose answer was a redirect (3xx): nothing reached the handler."""
 EFFECT_AFTER_ANSWER = "effect-after-answer"
 """The cause key of a missing effect that showed a moment later: applied after the 2xx."""
 REFUSED_AUTHENTIC = "refused-authentic"
@@ -89,6 +95,9 @@ CAUSES: Mapping[str, str] = {
     EFFECT_AFTER_ANSWER: "apply the effect before answering 2xx, committed with the inbox "
     "record in one transaction (the probe showed it only after the answer); if a durable queue "
     "applies it, tell hookproof with --settle",
+    REDIRECTED: "serve webhooks at this URL itself, or give hookproof and your sender the URL "
+    "it redirects to: webhook senders (Stripe's, Svix's, Standard Webhooks') never follow a "
+    "redirect, so every delivery to it fails",
     REFUSED_AUTHENTIC: "acknowledge a correctly signed delivery: check that the receiver holds "
     "the secret you pass (--secret), verifies the --scheme you chose at this URL and accepts "
     "the event (--event-template)",
@@ -160,6 +169,8 @@ def cause_of(result: ScenarioResult, *, authentic_refused: bool = False) -> tupl
     """The cause key and fix a failed ``result`` points at; ``authentic_refused``: the run's
     plainest authentic delivery was refused, so a refused delivery of ``result`` points there."""
     causes = [f.cause for f in result.failures]
+    if REDIRECTED in causes:  # nothing of this scenario reached the handler
+        return REDIRECTED, CAUSES[REDIRECTED]
     if authentic_refused and REFUSED_AUTHENTIC in causes:
         return REFUSED_AUTHENTIC, CAUSES[REFUSED_AUTHENTIC]
     named = [cause for cause in causes if cause and cause != REFUSED_AUTHENTIC]
@@ -176,6 +187,7 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     """The failed results' causes, most scenarios first (ties: first seen first)."""
     failed = [result for result in results if result.outcome is Outcome.FAILED]
     refusal = _plainest_refusal(failed)
+    redirect = next((f.observed for r in failed for f in r.failures if f.cause == REDIRECTED), None)
     keyed = [
         (result, *cause_of(result, authentic_refused=refusal is not None)) for result in failed
     ]
@@ -187,6 +199,8 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
             key, fix = broader, CAUSES[broader]
         if key == REFUSED_AUTHENTIC:
             fix = f"{fix}; the plainest one was answered {refusal}"
+        elif key == REDIRECTED:
+            fix = f"{fix}; it answered {redirect}"
         groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
     causes = [Cause(key, fix, tuple(ids)) for key, (fix, ids) in groups.items()]
     # what folds the rest of the run leads, however few scenarios it counts
@@ -198,7 +212,7 @@ FOLDS_INTO: Mapping[str, str] = {"retention": "dedupe"}
 receiver that forgets a duplicate only after time or other events has a retention bug; one that
 also fails the immediate duplicate does not deduplicate at all."""
 
-_LEADING = frozenset({REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
+_LEADING = frozenset({REDIRECTED, REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
 """Causes that explain failures across families: listed first."""
 
 

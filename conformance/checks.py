@@ -15,7 +15,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-from conformance.causes import EFFECT_AFTER_ANSWER, REFUSED_AUTHENTIC
+from conformance.causes import EFFECT_AFTER_ANSWER, REDIRECTED, REFUSED_AUTHENTIC
 from conformance.harnesses.exchanges import Exchange, seconds_text
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
@@ -24,7 +24,7 @@ from conformance.results import Failure
 from receiver.problems import media_type
 from receiver.signing import SCHEMES
 
-__all__ = ["RECEIVER_CHECKS", "Unjudged", "status_matches"]
+__all__ = ["RECEIVER_CHECKS", "Unjudged", "mark_cause", "status_matches"]
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ async def _status(run: WireRun, expectation: Expectation) -> Verdict:
             observed=count + first.describe(run.redactions()),
             expected=f"{expectation.describe()} (allowed: {', '.join(allowed)})",
         )
-        return _refused_authentic(failure, allowed)
+        return mark_cause(failure, allowed, first)
     return None
 
 
@@ -123,12 +123,17 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
             f"none of {len(exchanges)} answers{over} is {' or '.join(allowed)}; "
             f"the first: {observed}"
         )
-    return _refused_authentic(_failure(run, expectation, shown, observed), allowed)
+    failure = _failure(run, expectation, shown, observed)
+    return mark_cause(failure, allowed, shown[0] if shown else None)
 
 
-def _refused_authentic(failure: Failure, allowed: tuple[str, ...]) -> Failure:
-    """``failure`` of a delivery that only a 2xx answers (an authentic one) marked with that
-    cause: when the plainest such delivery is refused too, the report folds them together."""
+def mark_cause(failure: Failure, allowed: tuple[str, ...], answer: Exchange | None) -> Failure:
+    """``failure`` marked with its run-wide cause: an ``answer`` that redirects (nothing reached
+    the handler; no sender follows it), or a delivery that only a 2xx answers (an authentic
+    one) refused: when the plainest such delivery is refused too, the report folds them
+    together."""
+    if answer is not None and answer.redirected:
+        return replace(failure, cause=REDIRECTED)
     return replace(failure, cause=REFUSED_AUTHENTIC) if allowed == ("2xx",) else failure
 
 

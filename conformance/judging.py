@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance.answers import IN_FLIGHT, RETRY_LATER, UNSIGNED_ID, refusal_of
-from conformance.checks import RECEIVER_CHECKS, Unjudged, status_matches
+from conformance.checks import RECEIVER_CHECKS, Unjudged, mark_cause, status_matches
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation, Scenario, Severity
@@ -82,9 +82,9 @@ async def _judge_refusal(
     kept, guarantee = _GUARANTEES.get(refusal, _BAD_INPUT)
     wrong = [e for e in exchanges if not kept(e)]
     if wrong:
-        return Failure(
-            guarantee, _shown(run, exchanges, wrong), run.curl(wrong[0].request), scenario.severity
-        )
+        shown = _shown(run, exchanges, wrong)
+        failure = Failure(guarantee, shown, run.curl(wrong[0].request), scenario.severity)
+        return mark_cause(failure, (), wrong[0])
     declared = dict(run.options.answers).get(refusal)
     if declared:  # a copy in flight may always be answered 2xx once the event is committed
         patterns = (*(["2xx"] if refusal == IN_FLIGHT else []), *(str(c) for c in declared))

@@ -57,6 +57,11 @@ class Exchange:
     def answered(self) -> bool:
         return self.status is not None
 
+    @property
+    def redirected(self) -> bool:
+        """Whether the answer is a redirect (3xx), which no webhook sender follows."""
+        return self.status is not None and 300 <= self.status < 400
+
     def describe(self, sensitive: Iterable[str] = ()) -> str:
         if self.status is None:
             return (self.error or "no answer") + self.gap_text()
@@ -65,5 +70,8 @@ class Exchange:
             sample = sample[:SAMPLE_CHARS] + "…"
         retry = self.headers.get("retry-after")
         extra = f", Retry-After: {retry}" if retry is not None else ""
+        location = self.headers.get("location")
+        if location is not None and self.redirected:
+            extra += f", Location: {scrub(location, sensitive)}"
         shown = f": {sample}" if sample else ""
         return f"{self.status} in {self.latency_s * 1000:.0f} ms{extra}{self.gap_text()}{shown}"

@@ -14,11 +14,12 @@ from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from starlette.responses import RedirectResponse
 
 from conformance.catalogue import CATALOGUE
 from conformance.causes import group_by_cause
@@ -425,3 +426,32 @@ def test_no_title_or_help_names_a_source_document_instead_of_what_it_checks() ->
         assert command is not None
         texts.append(command.get_help(click.Context(command, info_name=name)))
     assert [t for t in texts if source.search(t)] == []
+
+
+async def _redirecting_app(scope: Any, receive: Any, send: Any) -> None:
+    """An endpoint moved to https://, as a proxy in front of it answers: 308 to every request."""
+    if scope["type"] == "http":
+        moved = RedirectResponse("https://partner.example/webhooks", status_code=308)
+        await moved(scope, receive, send)
+
+
+def test_an_endpoint_that_redirects_is_told_that_once_with_its_location(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """No webhook sender follows a redirect, so every scenario fails for that one reason: the
+    report says so in one cause quoting the Location, not as a list of parsing, clock and
+    signature bugs the receiver may not have."""
+    picked = ["signature.valid", "signature.missing-id", "clock.past-outside"]
+    picked += ["signature.tampered-body", "idempotency.sequential-duplicate"]
+    with running_server(_redirecting_app) as base:
+        argv = ["check", f"{base}/webhooks", "--secret", SECRET]
+        code = main([*argv, *(arg for sid in picked for arg in ("--select", sid))])
+    out = capsys.readouterr().out
+    assert code == 1
+    fixes = out.split("What to fix", 1)[1].split("Failures", 1)[0]
+    bullets = [line for line in fixes.splitlines() if line.strip().startswith("- ")]
+    assert len(bullets) == 1, fixes
+    assert "never follow a redirect" in bullets[0]
+    assert "308" in bullets[0]
+    assert "Location: https://partner.example/webhooks" in bullets[0]
+    assert f"— {len(picked)} scenarios" in bullets[0]
