@@ -17,6 +17,7 @@ import time
 
 import httpx
 
+from conformance import receiver_clock
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, EndpointUnreachable
 from sender_sim.wire import tls_failure
@@ -26,8 +27,10 @@ __all__ = ["wait_until_answering"]
 
 async def wait_until_answering(
     client: httpx.AsyncClient, url: str, *, within: float, answer_within: float
-) -> None:
-    """Return once ``url`` answers something other than 503; raise if it never does."""
+) -> float | None:
+    """Return once ``url`` answers something other than 503, with how far the endpoint's clock
+    is ahead of ours by that answer's ``Date`` (:mod:`conformance.receiver_clock`; ``None``
+    without one); raise if it never answers."""
     deadline = time.monotonic() + within
     delay = 0.05
     while True:
@@ -47,7 +50,9 @@ async def wait_until_answering(
             ) from None
         else:
             if response.status_code != 503:
-                return
+                return receiver_clock.offset_from_date(
+                    response.headers.get("date"), receiver_clock.local_now()
+                )
             answered, why = True, "503 Service Unavailable"
         remaining = deadline - time.monotonic()
         if remaining <= 0:

@@ -5,6 +5,7 @@ reporters."""
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import random
 import ssl
@@ -25,6 +26,7 @@ from conformance.model import Harness, Scenario
 from conformance.payloads import PayloadFactory, default_template, load_template
 from conformance.probe import Probe
 from conformance.reachability import wait_until_answering
+from conformance.receiver_clock import ClockOffset
 from conformance.reporters import Reporter
 from conformance.results import Summary
 from receiver.signing import Secret
@@ -137,6 +139,10 @@ async def run_check(
     scenarios = plan(settings, harness)
     async with open_http_harness(settings, options, harness, client=client) as wire:
         await wire.deliver_early(scenarios)
+        told = settings.report_options() | {"seed": seed}
+        clock_note = wire.options.clock.describe(margin=settings.margin)
+        if clock_note is not None:
+            told["receiver_clock"] = clock_note
         return await _feed(
             execute(
                 scenarios,
@@ -146,7 +152,7 @@ async def run_check(
                 probe=options.probe is not None,
                 seed=seed,
                 max_time=settings.max_time,
-                options=settings.report_options() | {"seed": seed},
+                options=told,
             ),
             reporters,
         )
@@ -182,12 +188,14 @@ async def open_http_harness(
                 if options.probe
                 else client
             )
-            await wait_until_answering(
+            seen = await wait_until_answering(
                 client,
                 options.url,
                 within=settings.wait_for_endpoint,
                 answer_within=options.timeout,
             )
+            clock = ClockOffset.judge(seen, margin=options.margin, tolerance=options.tolerance)
+            options = dataclasses.replace(options, clock=clock)
         else:
             probe_client = copies_client = client
         if options.probe is not None:

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 
 import httpx
 
+from conformance import receiver_clock
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError
 from conformance.extra_headers import RequestHeaders
@@ -41,6 +42,7 @@ from conformance.harnesses.signed_requests import (
 from conformance.harnesses.together import GatedCopy
 from conformance.payloads import PayloadFactory
 from conformance.probe import Probe, ProbeSnapshot
+from conformance.receiver_clock import ClockOffset
 from receiver.clock import next_fresh_second
 from receiver.signing import Secret
 from sender_sim.wire import tls_failure
@@ -80,6 +82,9 @@ class WireOptions:
     """The body limit the receiver declares (``--max-body``); ``None``: not declared."""
     headers: tuple[tuple[str, str], ...] = ()
     """The user's ``--header`` values (:mod:`conformance.extra_headers`)."""
+    clock: ClockOffset = field(default_factory=ClockOffset)
+    """The receiver's clock against ours, as its first answer's ``Date`` told it; every signed
+    timestamp follows ``clock.followed`` (:mod:`conformance.receiver_clock`)."""
     nonce: str = field(default_factory=lambda: secrets_module.token_hex(4))
 
     @functools.cached_property
@@ -248,7 +253,9 @@ class WireRun:
     def timestamp(self, event: EventOnWire, skew: int, fresh: bool) -> int:
         # a fresh signature, even within the same second:
         stamp = next_fresh_second(
-            int(time.time()) + skew, event.last_timestamp, fresh=fresh and skew == 0
+            int(receiver_clock.local_now()) + self.options.clock.followed + skew,
+            event.last_timestamp,
+            fresh=fresh and skew == 0,
         )
         event.last_timestamp = max(event.last_timestamp, stamp)
         return stamp

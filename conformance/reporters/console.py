@@ -94,6 +94,9 @@ class ConsoleReporter:
                 f"hookproof: {counted(len(event.scenarios), 'scenario')} against {event.target} "
                 f"({event.scheme} scheme, {probe}, seed {event.seed})"
             )
+            clock = event.options.get("receiver_clock")
+            if clock:
+                self._echo(f"note: {clock}")
         elif isinstance(event, ScenarioStarted) and self.live:
             width = len(str(event.total))
             self._running(f"[{event.index:>{width}}/{event.total}] running {event.scenario.id}…")
