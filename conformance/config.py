@@ -21,6 +21,7 @@ from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
+from conformance.url_secrets import shown_url
 from receiver.durations import parse_seconds
 from receiver.signing import SCHEMES
 from sender_sim.urls import url_problem
@@ -113,6 +114,8 @@ class CheckSettings:
                 value = {refusal: list(codes) for refusal, codes in value}
             elif f.name == "headers":  # names only: a value may be a credential
                 value = [name for name, _ in value]
+            elif f.name == "probe" and value:  # its credentials are not kept either
+                value = shown_url(value, show_secrets=self.show_secrets)
             elif isinstance(value, tuple):
                 value = list(value)
             shown[f.name] = value

@@ -20,6 +20,7 @@ import httpx
 from conformance import receiver_clock
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, EndpointUnreachable
+from conformance.url_secrets import shown_url
 from sender_sim.wire import tls_failure
 
 __all__ = ["wait_until_answering"]
@@ -32,6 +33,7 @@ async def wait_until_answering(
     is ahead of ours by that answer's ``Date`` (:mod:`conformance.receiver_clock`; ``None``
     without one); raise if it never answers."""
     deadline = time.monotonic() + within
+    shown = shown_url(url)  # what an error says: never the URL's credentials
     delay = 0.05
     while True:
         try:
@@ -42,11 +44,11 @@ async def wait_until_answering(
         except (httpx.ConnectError, httpx.RemoteProtocolError) as error:
             tls = tls_failure(error)
             if tls is not None:  # a certificate does not become valid by waiting
-                raise EndpointUnreachable(f"the endpoint {url} cannot be used: {tls}") from None
+                raise EndpointUnreachable(f"the endpoint {shown} cannot be used: {tls}") from None
             answered, why = False, error.__class__.__name__
         except httpx.HTTPError as error:
             raise EndpointUnreachable(
-                f"the endpoint {url} never answered ({error.__class__.__name__})"
+                f"the endpoint {shown} never answered ({error.__class__.__name__})"
             ) from None
         else:
             if response.status_code != 503:
@@ -58,6 +60,6 @@ async def wait_until_answering(
         if remaining <= 0:
             waited = f" within {within:g} s" if within else ""
             said = "did not answer usably" if answered else "never answered"
-            raise EndpointUnreachable(f"the endpoint {url} {said}{waited} ({why})")
+            raise EndpointUnreachable(f"the endpoint {shown} {said}{waited} ({why})")
         await asyncio.sleep(min(delay, remaining))  # real-time: the endpoint is still starting
         delay = min(delay * 2, 0.5)

@@ -29,6 +29,7 @@ from conformance.reachability import wait_until_answering
 from conformance.receiver_clock import ClockOffset
 from conformance.reporters import Reporter
 from conformance.results import Summary
+from conformance.url_secrets import shown_url
 from receiver.signing import Secret
 from sender_sim.sender_client import sender_client
 
@@ -147,7 +148,7 @@ async def run_check(
             execute(
                 scenarios,
                 wire,
-                target=options.url,
+                target=shown_url(options.url, show_secrets=settings.show_secrets),
                 scheme=options.scheme.name,
                 probe=options.probe is not None,
                 seed=seed,

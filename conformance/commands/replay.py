@@ -29,6 +29,7 @@ from conformance.interrupts import run_interruptibly
 from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
+from conformance.url_secrets import is_redacted, shown_url
 from receiver.commands.console import make_console
 from receiver.commands.options import (
     max_time_option,
@@ -120,6 +121,15 @@ def plan_replay(
         .merged({"url": document["target"], "scheme": document["scheme"]})
         .merged(overrides)
     )
+    for what, flag, url in (
+        ("target", "--url", settings.url),
+        ("probe", "--probe", settings.probe),
+    ):
+        if url and is_redacted(url):
+            raise UsageError(
+                f"the report's {what} had a password or a token in its URL, which reports do not "
+                f"keep ({url}): pass the URL again with {flag}"
+            )
     settings = _replace_selection(settings, ids)
     if settings.probe and not settings.probe_token:
         raise UsageError(
@@ -176,6 +186,19 @@ _STYLES = {"FIXED": "green", "STILL FAILING": "red", "NOT CHECKED": "yellow"}
     metavar="FILE",
     help="hookproof.toml or pyproject.toml, for the secrets, the probe token and the headers.",
 )
+@click.option(
+    "--url",
+    default=None,
+    metavar="URL",
+    help="The endpoint to replay against (default: the report's target; needed when that URL "
+    "held a password or a token, which reports do not keep).",
+)
+@click.option(
+    "--probe",
+    default=None,
+    metavar="URL_PREFIX",
+    help="The probe to read (default: the report's; needed when its URL held a credential).",
+)
 @verbose_option(shows="every reproduction of what still fails")
 def replay_command(
     report: str,
@@ -185,6 +208,8 @@ def replay_command(
     timeout: float | None,
     max_time: float | None,
     config_path: str | None,
+    url: str | None,
+    probe: str | None,
     verbose: bool | None,
 ) -> int:
     """Run the scenarios REPORT.json saw fail again; FIXED or STILL FAILING for each."""
@@ -196,6 +221,8 @@ def replay_command(
         "headers": headers,
         "timeout": timeout,
         "max_time": max_time,
+        "url": url,
+        "probe": probe,
     }
     plan = plan_replay(document, base, overrides)
     console = make_console()
@@ -207,7 +234,8 @@ def replay_command(
         return 1 if plan.unknown else 0
     settings = plan.settings.validate()  # a usage error says so before anything is announced
     console.print(
-        f"hookproof: replaying {counted(len(plan.ids), 'failed scenario')} against {settings.url}"
+        f"hookproof: replaying {counted(len(plan.ids), 'failed scenario')} against "
+        f"{shown_url(settings.url or '', show_secrets=settings.show_secrets)}"
     )
     collector = _Collector()
     for warning in settings.warnings():

@@ -23,6 +23,7 @@ from conformance.exceptions import UsageError
 from conformance.extra_headers import RequestHeaders
 from conformance.model import scheme_choices
 from conformance.shell import curl_command
+from conformance.url_secrets import REDACTED, shown_url
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.signing import Scheme, Secret, random_bytes, scheme_named
 
@@ -37,7 +38,6 @@ __all__ = [
     "unusual_json",
 ]
 
-REDACTED = "<redacted>"
 Headers = tuple[tuple[str, bytes], ...]
 
 
@@ -78,7 +78,8 @@ class WireRequest:
             for name, value in self.headers
         ]
         body = self.body if self.body or self.method == "POST" else None
-        return curl_command(self.method, self.url, headers, body)
+        url = shown_url(self.url, show_secrets=show_secrets)
+        return curl_command(self.method, url, headers, body)
 
     @staticmethod
     def _shown(

@@ -43,6 +43,7 @@ from conformance.harnesses.together import GatedCopy
 from conformance.payloads import PayloadFactory
 from conformance.probe import Probe, ProbeSnapshot
 from conformance.receiver_clock import ClockOffset
+from conformance.url_secrets import url_credentials
 from receiver.clock import next_fresh_second
 from receiver.signing import Secret
 from sender_sim.wire import tls_failure
@@ -481,7 +482,10 @@ class WireRun:
         if self.options.show_secrets:
             return set()
         secrets = {s.value for s in self.options.scheme.secrets}
-        return self.sensitive | secrets | self.options.request_headers.secret_values()
+        in_urls = url_credentials(self.options.url)
+        if self.options.probe is not None:
+            in_urls += url_credentials(self.options.probe.prefix)
+        return self.sensitive | secrets | self.options.request_headers.secret_values() | {*in_urls}
 
 
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:
