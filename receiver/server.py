@@ -49,6 +49,7 @@ __all__ = [
     "DEFAULT_LIMITS",
     "LOOPBACK",
     "ServerLimits",
+    "base_url",
     "bind_socket",
     "running_server",
     "serve",
@@ -104,6 +105,13 @@ def server_config(
         backlog=limits.backlog,
         **options,
     )
+
+
+def base_url(host: str, port: int) -> str:
+    """``http://host:port``, an IPv6 literal in brackets (``http://[::1]:8000``), as a URL must
+    write it: what a listening line prints, and what a user copies into ``hookproof check``."""
+    shown = f"[{host}]" if ":" in host and not host.startswith("[") else host
+    return f"http://{shown}:{port}"
 
 
 def bind_socket(host: str, port: int) -> socket.socket:
@@ -166,7 +174,7 @@ def running_server(
             if not thread.is_alive() or time.monotonic() > deadline:
                 raise ConfigurationError("the receiver failed to start (see the log)")
             time.sleep(0.005)  # real-time: uvicorn starts on its own thread; poll its flag
-        yield f"http://{host}:{bound_port}"
+        yield base_url(host, bound_port)
     finally:
         server.should_exit = True
         thread.join(_STOP_TIMEOUT_S)

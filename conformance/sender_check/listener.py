@@ -27,6 +27,7 @@ from http import HTTPStatus
 
 from conformance.sender_check.script import Answer, Kind
 from receiver.exceptions import VerificationError
+from receiver.server import base_url
 from receiver.signing import VerifiedMessage, Verifier
 
 __all__ = ["Attempt", "Listener", "Session"]
@@ -113,8 +114,7 @@ class Listener:
     async def start(self, host: str, port: int) -> None:
         self._server = await asyncio.start_server(self._serve, host, port, limit=_MAX_HEAD)
         address = self._server.sockets[0].getsockname()
-        shown = f"[{address[0]}]" if ":" in address[0] else address[0]
-        self._bound = f"http://{shown}:{address[1]}"
+        self._bound = base_url(address[0], address[1])
 
     @property
     def base_url(self) -> str:

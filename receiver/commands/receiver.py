@@ -20,7 +20,7 @@ from receiver.commands.options import db_option, scheme_option, secret_option
 from receiver.exceptions import ConfigurationError, ReceiverError
 from receiver.middleware import DEFAULT_MAX_BODY
 from receiver.probe import DEFAULT_PROBE_PREFIX
-from receiver.server import bind_socket, serve
+from receiver.server import base_url, bind_socket, serve
 from receiver.signing import DEFAULT_TOLERANCE_S
 
 __all__ = ["check_database", "receiver_command"]
@@ -148,7 +148,7 @@ def receiver_command(
     bound = sock.getsockname()[1]
     probe = f", probe {probe_prefix}/<event_id>" if probe_token else ""
     make_console(stderr=True).print(
-        f"hookproof receiver listening on http://{host}:{bound}{path} "
+        f"hookproof receiver listening on {base_url(host, bound)}{path} "
         f"(scheme {scheme}, inbox {_redacted(db)}{probe})"
     )
     serve(create_app(settings), sock, log_level=log_level)

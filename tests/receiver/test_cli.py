@@ -12,7 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from conformance.cli import cli, main
+from receiver.app import ReceiverSettings, create_app
+from receiver.server import base_url, running_server
 from receiver.signing import Secret, Verifier
+from sender_sim.urls import url_problem
 from tests.support.processes import LOOPBACK, ServerProcess, free_port, hookproof_argv
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -178,3 +181,28 @@ def test_a_real_receiver_process_on_postgresql(postgres_dsn: str) -> None:
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+@pytest.mark.parametrize(
+    ("host", "url"),
+    [
+        ("127.0.0.1", "http://127.0.0.1:8000"),
+        ("::1", "http://[::1]:8000"),
+        ("[::1]", "http://[::1]:8000"),
+        ("localhost", "http://localhost:8000"),
+    ],
+)
+def test_a_listening_url_writes_an_ipv6_host_in_brackets(host: str, url: str) -> None:
+    assert base_url(host, 8000) == url
+    assert url_problem(url + "/webhooks") is None  # what a user copies into hookproof check
+
+
+def test_a_server_on_ipv6_loopback_is_reached_at_the_url_it_gives() -> None:
+    try:
+        socket.create_server(("::1", 0), family=socket.AF_INET6).close()
+    except OSError:
+        pytest.skip("this machine has no IPv6 loopback")
+    app = create_app(ReceiverSettings(secrets=[SECRET], db=":memory:"))
+    with running_server(app, host="::1") as base:
+        assert base.startswith("http://[::1]:")
+        assert httpx.get(f"{base}/healthz", timeout=5).status_code == 200
