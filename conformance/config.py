@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
@@ -114,8 +115,6 @@ class CheckSettings:
                 value = {refusal: list(codes) for refusal, codes in value}
             elif f.name == "headers":  # names only: a value may be a credential
                 value = [name for name, _ in value]
-            elif f.name == "probe" and value:  # its credentials are not kept either
-                value = shown_url(value, show_secrets=self.show_secrets)
             elif isinstance(value, tuple):
                 value = list(value)
             shown[f.name] = value
@@ -129,7 +128,9 @@ class CheckSettings:
         for what, url in (("endpoint URL", self.url), ("--probe URL", self.probe)):
             problem = url_problem(url) if url else None
             if problem is not None:
-                raise UsageError(f"the {what} {url!r} cannot be used: {problem}")
+                raise UsageError(f"the {what} {shown_url(url or '')!r} cannot be used: {problem}")
+        if self.probe:
+            _check_probe_prefix(self.probe)
         if not self.secrets:
             raise UsageError("no secret: pass --secret (repeatable) or 'secret' in the config")
         if self.scheme not in SCHEMES:
@@ -179,6 +180,21 @@ _TYPES: dict[str, type | tuple[type, ...]] = {
 }
 _LISTS = {"select", "deselect", "secret", "secrets"}
 _TABLES = {"answers", "headers"}
+
+
+def _check_probe_prefix(prefix: str) -> None:
+    """A probe URL is a prefix the event id is appended to, read with the bearer token."""
+    parts = urlsplit(prefix)
+    if parts.username is not None:
+        raise UsageError(
+            "the --probe URL names a user (…@): the probe authenticates with its bearer token "
+            "(Authorization), which a user in the URL would replace; remove it"
+        )
+    if parts.query or parts.fragment:
+        raise UsageError(
+            "the --probe URL is a prefix the event id is appended to: it takes no ?query or "
+            "#fragment"
+        )
 
 
 def substitute_env(value: str, key: str, environ: Mapping[str, str]) -> str:

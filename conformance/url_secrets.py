@@ -4,7 +4,7 @@ Platforms let a partner register a webhook URL with a password in it
 (``https://hooks:s3cret@partner.example/webhooks``, HTTP basic auth) or a token in its query
 (``…/webhooks?token=…``, as Slack's and many a gateway's URLs do). The runner sends to that URL as
 given, but never shows the credential unless ``--show-secrets``: the report's target, the console's
-first line, every reproduction, an error about the endpoint or the probe, and any answer that
+first line, every reproduction, an error about the endpoint, and any answer that
 echoes it say :data:`REDACTED` instead. A query parameter is a credential when its name is one a
 header's would be (:func:`conformance.extra_headers.is_credential`: ``token``, ``key``,
 ``secret``, ``auth``, ``password``, ``session`` in it).

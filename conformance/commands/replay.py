@@ -121,15 +121,11 @@ def plan_replay(
         .merged({"url": document["target"], "scheme": document["scheme"]})
         .merged(overrides)
     )
-    for what, flag, url in (
-        ("target", "--url", settings.url),
-        ("probe", "--probe", settings.probe),
-    ):
-        if url and is_redacted(url):
-            raise UsageError(
-                f"the report's {what} had a password or a token in its URL, which reports do not "
-                f"keep ({url}): pass the URL again with {flag}"
-            )
+    if settings.url and is_redacted(settings.url):
+        raise UsageError(
+            "the report's target had a password or a token in its URL, which reports do not "
+            f"keep ({settings.url}): pass the URL again with --url"
+        )
     settings = _replace_selection(settings, ids)
     if settings.probe and not settings.probe_token:
         raise UsageError(
@@ -193,12 +189,6 @@ _STYLES = {"FIXED": "green", "STILL FAILING": "red", "NOT CHECKED": "yellow"}
     help="The endpoint to replay against (default: the report's target; needed when that URL "
     "held a password or a token, which reports do not keep).",
 )
-@click.option(
-    "--probe",
-    default=None,
-    metavar="URL_PREFIX",
-    help="The probe to read (default: the report's; needed when its URL held a credential).",
-)
 @verbose_option(shows="every reproduction of what still fails")
 def replay_command(
     report: str,
@@ -209,7 +199,6 @@ def replay_command(
     max_time: float | None,
     config_path: str | None,
     url: str | None,
-    probe: str | None,
     verbose: bool | None,
 ) -> int:
     """Run the scenarios REPORT.json saw fail again; FIXED or STILL FAILING for each."""
@@ -222,7 +211,6 @@ def replay_command(
         "timeout": timeout,
         "max_time": max_time,
         "url": url,
-        "probe": probe,
     }
     plan = plan_replay(document, base, overrides)
     console = make_console()

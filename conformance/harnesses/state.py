@@ -482,10 +482,8 @@ class WireRun:
         if self.options.show_secrets:
             return set()
         secrets = {s.value for s in self.options.scheme.secrets}
-        in_urls = url_credentials(self.options.url)
-        if self.options.probe is not None:
-            in_urls += url_credentials(self.options.probe.prefix)
-        return self.sensitive | secrets | self.options.request_headers.secret_values() | {*in_urls}
+        in_url = url_credentials(self.options.url)
+        return self.sensitive | secrets | self.options.request_headers.secret_values() | {*in_url}
 
 
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:

@@ -191,6 +191,24 @@ def _free_port() -> int:
         (["check", "http://[::1/x", "--secret", SECRET], "not a valid URL"),
         (["check", "http:///webhooks", "--secret", SECRET], "names no host"),
         (
+            ["check", "http://bob:hunter2-long@127.0.0.1:99999/x", "--secret", SECRET],
+            "'http://bob:<redacted>@127.0.0.1:99999/x' cannot be used",
+        ),
+        (
+            [
+                *["check", "http://127.0.0.1:{port}/", "--secret", SECRET],
+                *["--probe", "http://bob:pw@127.0.0.1:{port}/p", "--probe-token", "t"],
+            ],
+            "names a user",
+        ),
+        (
+            [
+                *["check", "http://127.0.0.1:{port}/", "--secret", SECRET],
+                *["--probe", "http://127.0.0.1:{port}/p?key=k", "--probe-token", "t"],
+            ],
+            "takes no ?query",
+        ),
+        (
             [
                 *["check", "http://127.0.0.1:{port}/", "--secret", SECRET],
                 *["--probe", "http://127.0.0.1:0/p", "--probe-token", "t"],
