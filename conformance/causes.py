@@ -18,6 +18,8 @@ missing effect showed a moment later): every "applied once" check of the run fai
 an endpoint that answers with a redirect (:data:`REDIRECTED`: a URL moved to ``https://`` or to
 a trailing slash) fails every scenario whose answer was a 3xx for that one reason, since no
 webhook sender follows a redirect: its fix quotes the first such answer, ``Location`` included.
+So does one that throttles the run (:data:`RATE_LIMITED`: a 429 from a gateway's rate limit in
+front of a correct receiver), whose fix is a lower ``--rate-limit``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ __all__ = [
     "EFFECT_AFTER_ANSWER",
     "FOLDS_INTO",
     "PLAINEST",
+    "RATE_LIMITED",
     "REDIRECTED",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
@@ -43,6 +46,11 @@ __all__ = [
 
 REDIRECTED = "redirect"
 """The cause key of a failure whose answer was a redirect (3xx): nothing reached the handler."""
+RATE_LIMITED = "rate-limited"
+"""The cause key of a failure whose answer was 429: the endpoint, or a gateway in front of it,
+throttled the run (a sender retries such an answer; the run's scenarios cannot)."""
+_RUN_WIDE = (REDIRECTED, RATE_LIMITED)
+"""Causes that explain every failure of a scenario they appear in: nothing reached the handler."""
 EFFECT_AFTER_ANSWER = "effect-after-answer"
 """The cause key of a missing effect that showed a moment later: applied after the 2xx."""
 REFUSED_AUTHENTIC = "refused-authentic"
@@ -98,6 +106,9 @@ CAUSES: Mapping[str, str] = {
     REDIRECTED: "serve webhooks at this URL itself, or give hookproof and your sender the URL "
     "it redirects to: webhook senders (Stripe's, Svix's, Standard Webhooks') never follow a "
     "redirect, so every delivery to it fails",
+    RATE_LIMITED: "the endpoint (or a gateway in front of it) throttled the run with 429: rerun "
+    "with --rate-limit N, a request rate under its limit (real senders retry a 429 later; these "
+    "scenarios judge the answer they get)",
     REFUSED_AUTHENTIC: "acknowledge a correctly signed delivery: check that the receiver holds "
     "the secret you pass (--secret), verifies the --scheme you chose at this URL and accepts "
     "the event (--event-template)",
@@ -169,8 +180,9 @@ def cause_of(result: ScenarioResult, *, authentic_refused: bool = False) -> tupl
     """The cause key and fix a failed ``result`` points at; ``authentic_refused``: the run's
     plainest authentic delivery was refused, so a refused delivery of ``result`` points there."""
     causes = [f.cause for f in result.failures]
-    if REDIRECTED in causes:  # nothing of this scenario reached the handler
-        return REDIRECTED, CAUSES[REDIRECTED]
+    for run_wide in _RUN_WIDE:  # nothing of this scenario reached the handler
+        if run_wide in causes:
+            return run_wide, CAUSES[run_wide]
     if authentic_refused and REFUSED_AUTHENTIC in causes:
         return REFUSED_AUTHENTIC, CAUSES[REFUSED_AUTHENTIC]
     named = [cause for cause in causes if cause and cause != REFUSED_AUTHENTIC]
@@ -187,7 +199,10 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     """The failed results' causes, most scenarios first (ties: first seen first)."""
     failed = [result for result in results if result.outcome is Outcome.FAILED]
     refusal = _plainest_refusal(failed)
-    redirect = next((f.observed for r in failed for f in r.failures if f.cause == REDIRECTED), None)
+    first_answer = {
+        key: next((f.observed for r in failed for f in r.failures if f.cause == key), None)
+        for key in _RUN_WIDE
+    }
     keyed = [
         (result, *cause_of(result, authentic_refused=refusal is not None)) for result in failed
     ]
@@ -199,8 +214,8 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
             key, fix = broader, CAUSES[broader]
         if key == REFUSED_AUTHENTIC:
             fix = f"{fix}; the plainest one was answered {refusal}"
-        elif key == REDIRECTED:
-            fix = f"{fix}; it answered {redirect}"
+        elif key in first_answer:
+            fix = f"{fix}; it answered {first_answer[key]}"
         groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
     causes = [Cause(key, fix, tuple(ids)) for key, (fix, ids) in groups.items()]
     # what folds the rest of the run leads, however few scenarios it counts
@@ -212,7 +227,7 @@ FOLDS_INTO: Mapping[str, str] = {"retention": "dedupe"}
 receiver that forgets a duplicate only after time or other events has a retention bug; one that
 also fails the immediate duplicate does not deduplicate at all."""
 
-_LEADING = frozenset({REDIRECTED, REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
+_LEADING = frozenset({*_RUN_WIDE, REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
 """Causes that explain failures across families: listed first."""
 
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-from conformance.causes import EFFECT_AFTER_ANSWER, REDIRECTED, REFUSED_AUTHENTIC
+from conformance.causes import EFFECT_AFTER_ANSWER, RATE_LIMITED, REDIRECTED, REFUSED_AUTHENTIC
 from conformance.harnesses.exchanges import Exchange, seconds_text
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
@@ -129,11 +129,13 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
 
 def mark_cause(failure: Failure, allowed: tuple[str, ...], answer: Exchange | None) -> Failure:
     """``failure`` marked with its run-wide cause: an ``answer`` that redirects (nothing reached
-    the handler; no sender follows it), or a delivery that only a 2xx answers (an authentic
-    one) refused: when the plainest such delivery is refused too, the report folds them
-    together."""
+    the handler; no sender follows it) or throttles the run (429), or a delivery that only a 2xx
+    answers (an authentic one) refused: when the plainest such delivery is refused too, the
+    report folds them together."""
     if answer is not None and answer.redirected:
         return replace(failure, cause=REDIRECTED)
+    if answer is not None and answer.status == 429:
+        return replace(failure, cause=RATE_LIMITED)
     return replace(failure, cause=REFUSED_AUTHENTIC) if allowed == ("2xx",) else failure
 
 
@@ -270,12 +272,9 @@ async def _problem_json(run: WireRun, expectation: Expectation) -> Verdict:
         if exchange.status is not None and 400 <= exchange.status < 500:
             media = media_type(exchange.headers.get("content-type", ""))
             if media != "application/problem+json":
-                return _failure(
-                    run,
-                    expectation,
-                    [exchange],
-                    observed=f"{exchange.status} with content-type {media or '(none)'!r}",
-                )
+                observed = f"{exchange.status} with content-type {media or '(none)'!r}"
+                failure = _failure(run, expectation, [exchange], observed=observed)
+                return mark_cause(failure, (), exchange)  # a gateway's 429 page, say
     return None
 
 

@@ -102,9 +102,9 @@ async def _judge_refusal(
             f"{listed} (hookproof's convention; declare [answers] {refusal} to make it a must)"
         )
         severity = Severity.SHOULD
-    return Failure(
-        expected, _shown(run, exchanges, other), run.curl(other[0].request), severity, CONVENTION
-    )
+    shown = _shown(run, exchanges, other)
+    failure = Failure(expected, shown, run.curl(other[0].request), severity, CONVENTION)
+    return mark_cause(failure, (), other[0])
 
 
 def _pattern_text(pattern: str) -> str:

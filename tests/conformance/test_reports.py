@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from starlette.responses import RedirectResponse
+from starlette.responses import PlainTextResponse, RedirectResponse
 
 from conformance.catalogue import CATALOGUE
 from conformance.causes import group_by_cause
@@ -455,3 +455,36 @@ def test_an_endpoint_that_redirects_is_told_that_once_with_its_location(
     assert "308" in bullets[0]
     assert "Location: https://partner.example/webhooks" in bullets[0]
     assert f"— {len(picked)} scenarios" in bullets[0]
+
+
+class _Throttled:
+    """A gateway's rate limit in front of a correct receiver: every third webhook gets 429."""
+
+    def __init__(self, app: Any) -> None:
+        self.app, self.posts = app, 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and scope["method"] == "POST":
+            self.posts += 1
+            if self.posts % 3 == 0:
+                page = PlainTextResponse("<html>429 Too Many Requests</html>", status_code=429)
+                await page(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+def test_a_throttling_gateway_is_told_once_with_the_rate_limit_to_use(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A correct receiver behind a rate limit fails wherever a 429 lands; the report says it
+    was throttled and how to run under the limit, not a dozen bugs the receiver has not got."""
+    with running_server(_Throttled(plain_receiver(SECRET))) as base:
+        argv = ["check", f"{base}/webhooks", "--secret", SECRET, "--select", "signature"]
+        code = main(argv)
+    out = capsys.readouterr().out
+    assert code == 1
+    fixes = out.split("What to fix", 1)[1].split("Failures", 1)[0]
+    bullets = [line for line in fixes.splitlines() if line.strip().startswith("- ")]
+    assert len(bullets) == 1, fixes
+    assert "throttled the run with 429" in bullets[0]
+    assert "--rate-limit" in bullets[0]
