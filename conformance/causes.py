@@ -19,7 +19,9 @@ an endpoint that answers with a redirect (:data:`REDIRECTED`: a URL moved to ``h
 a trailing slash) fails every scenario whose answer was a 3xx for that one reason, since no
 webhook sender follows a redirect: its fix quotes the first such answer, ``Location`` included.
 So does one that throttles the run (:data:`RATE_LIMITED`: a 429 from a gateway's rate limit in
-front of a correct receiver), whose fix is a lower ``--rate-limit``.
+front of a correct receiver), whose fix is a lower ``--rate-limit``, and one that answers 503 to
+deliveries it must accept (:data:`UNAVAILABLE`: nginx's ``limit_req`` answers 503, as does a
+receiver whose store is away).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ __all__ = [
     "REDIRECTED",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
+    "UNAVAILABLE",
     "Cause",
     "cause_of",
     "group_by_cause",
@@ -49,7 +52,10 @@ REDIRECTED = "redirect"
 RATE_LIMITED = "rate-limited"
 """The cause key of a failure whose answer was 429: the endpoint, or a gateway in front of it,
 throttled the run (a sender retries such an answer; the run's scenarios cannot)."""
-_RUN_WIDE = (REDIRECTED, RATE_LIMITED)
+UNAVAILABLE = "unavailable"
+"""The cause key of a delivery the receiver must accept, answered 503: a gateway shedding load or
+throttling (nginx's ``limit_req`` answers 503), or the receiver's store away."""
+_RUN_WIDE = (REDIRECTED, RATE_LIMITED, UNAVAILABLE)
 """Causes that explain every failure of a scenario they appear in: nothing reached the handler."""
 EFFECT_AFTER_ANSWER = "effect-after-answer"
 """The cause key of a missing effect that showed a moment later: applied after the 2xx."""
@@ -109,6 +115,10 @@ CAUSES: Mapping[str, str] = {
     RATE_LIMITED: "the endpoint (or a gateway in front of it) throttled the run with 429: rerun "
     "with --rate-limit N, a request rate under its limit (real senders retry a 429 later; these "
     "scenarios judge the answer they get)",
+    UNAVAILABLE: "the endpoint answered 503 to deliveries it must accept: a gateway throttling "
+    "or shedding load (nginx's limit_req answers 503) or the receiver's store away; rerun with "
+    "--rate-limit N under the limit, or make the store available (other causes below may follow "
+    "from it)",
     REFUSED_AUTHENTIC: "acknowledge a correctly signed delivery: check that the receiver holds "
     "the secret you pass (--secret), verifies the --scheme you chose at this URL and accepts "
     "the event (--event-template)",

@@ -15,7 +15,13 @@ import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
-from conformance.causes import EFFECT_AFTER_ANSWER, RATE_LIMITED, REDIRECTED, REFUSED_AUTHENTIC
+from conformance.causes import (
+    EFFECT_AFTER_ANSWER,
+    RATE_LIMITED,
+    REDIRECTED,
+    REFUSED_AUTHENTIC,
+    UNAVAILABLE,
+)
 from conformance.harnesses.exchanges import Exchange, seconds_text
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
@@ -130,13 +136,16 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
 def mark_cause(failure: Failure, allowed: tuple[str, ...], answer: Exchange | None) -> Failure:
     """``failure`` marked with its run-wide cause: an ``answer`` that redirects (nothing reached
     the handler; no sender follows it) or throttles the run (429), or a delivery that only a 2xx
-    answers (an authentic one) refused: when the plainest such delivery is refused too, the
-    report folds them together."""
+    answers (an authentic one) answered 503 (unavailable) or refused: when the plainest such
+    delivery is refused too, the report folds them together."""
     if answer is not None and answer.redirected:
         return replace(failure, cause=REDIRECTED)
     if answer is not None and answer.status == 429:
         return replace(failure, cause=RATE_LIMITED)
-    return replace(failure, cause=REFUSED_AUTHENTIC) if allowed == ("2xx",) else failure
+    if allowed != ("2xx",):
+        return failure
+    unavailable = answer is not None and answer.status == 503
+    return replace(failure, cause=UNAVAILABLE if unavailable else REFUSED_AUTHENTIC)
 
 
 async def _probe_failure(

@@ -104,6 +104,8 @@ async def _judge_refusal(
         severity = Severity.SHOULD
     shown = _shown(run, exchanges, other)
     failure = Failure(expected, shown, run.curl(other[0].request), severity, CONVENTION)
+    if refusal == IN_FLIGHT:  # a 429 to a copy in flight asks it back: a convention, not a limit
+        return failure
     return mark_cause(failure, (), other[0])
 
 

@@ -458,16 +458,17 @@ def test_an_endpoint_that_redirects_is_told_that_once_with_its_location(
 
 
 class _Throttled:
-    """A gateway's rate limit in front of a correct receiver: every third webhook gets 429."""
+    """A gateway's rate limit in front of a correct receiver: every third webhook gets ``status``
+    (429, or 503 as nginx's ``limit_req`` answers by default)."""
 
-    def __init__(self, app: Any) -> None:
-        self.app, self.posts = app, 0
+    def __init__(self, app: Any, status: int) -> None:
+        self.app, self.status, self.posts = app, status, 0
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and scope["method"] == "POST":
             self.posts += 1
             if self.posts % 3 == 0:
-                page = PlainTextResponse("<html>429 Too Many Requests</html>", status_code=429)
+                page = PlainTextResponse("<html>busy</html>", status_code=self.status)
                 await page(scope, receive, send)
                 return
         await self.app(scope, receive, send)
@@ -478,7 +479,7 @@ def test_a_throttling_gateway_is_told_once_with_the_rate_limit_to_use(
 ) -> None:
     """A correct receiver behind a rate limit fails wherever a 429 lands; the report says it
     was throttled and how to run under the limit, not a dozen bugs the receiver has not got."""
-    with running_server(_Throttled(plain_receiver(SECRET))) as base:
+    with running_server(_Throttled(plain_receiver(SECRET), 429)) as base:
         argv = ["check", f"{base}/webhooks", "--secret", SECRET, "--select", "signature"]
         code = main(argv)
     out = capsys.readouterr().out
@@ -488,3 +489,20 @@ def test_a_throttling_gateway_is_told_once_with_the_rate_limit_to_use(
     assert len(bullets) == 1, fixes
     assert "throttled the run with 429" in bullets[0]
     assert "--rate-limit" in bullets[0]
+
+
+def test_a_gateway_shedding_load_with_503_leads_the_report(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """503 to deliveries the receiver must accept (nginx's limit_req default, or a store that
+    is away) leads the report; a 503 to bad input keeps its own cause (a receiver may answer
+    junk 503 on purpose, which is a bug of its own), below it."""
+    with running_server(_Throttled(plain_receiver(SECRET), 503)) as base:
+        code = main(["check", f"{base}/webhooks", "--secret", SECRET, "--select", "signature"])
+    out = capsys.readouterr().out
+    assert code == 1
+    fixes = out.split("What to fix", 1)[1].split("Failures", 1)[0]
+    bullets = [line for line in fixes.splitlines() if line.strip().startswith("- ")]
+    assert "answered 503 to deliveries it must accept" in bullets[0]
+    assert "--rate-limit" in bullets[0]
+    assert not any("answered 503 to deliveries" in b for b in bullets[1:])
