@@ -22,7 +22,7 @@ import httpx
 from conformance.deadline import Answer, request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError, ProbeUnusable
 from conformance.extra_headers import is_credential
-from conformance.url_secrets import REDACTED, shown_url
+from conformance.url_secrets import REDACTED
 from sender_sim.wire import tls_failure
 
 __all__ = ["PROBE_MAX_BYTES", "Probe", "ProbeSnapshot"]
@@ -74,8 +74,7 @@ class Probe:
         for name, value in self._fields(self.token if show_secrets else REDACTED):
             hidden = not show_secrets and is_credential(name) and name != "Authorization"
             options.append(f"-H {shlex.quote(f'{name}: ' + (REDACTED if hidden else value))}")
-        url = shown_url(self.url(event_id), show_secrets=show_secrets)
-        return f"curl -sS {' '.join(options)} {shlex.quote(url)}"
+        return f"curl -sS {' '.join(options)} {shlex.quote(self.url(event_id))}"
 
     async def read(self, client: httpx.AsyncClient, event_id: str, wait_s: float) -> ProbeSnapshot:
         """What the probe says about ``event_id`` (a :class:`HarnessError` when it cannot say)."""
@@ -86,7 +85,7 @@ class Probe:
         take the token, and answer 404 or a JSON object. Anything else is one
         :class:`ProbeUnusable`. (A JSON object with the wrong fields errors each scenario that
         reads it, naming the probe contract.)"""
-        where = f"the probe at {shown_url(self.prefix)}"
+        where = f"the probe at {self.prefix}"
         try:
             response = await self._get(client, "evt_hookproof_probe_check", wait_s)
         except HarnessError as error:

@@ -53,20 +53,21 @@ class ClockOffset:
     """What the run makes of the receiver's clock: the offset it read and the one it follows."""
 
     seen: float | None = None
-    """Seconds the receiver's ``Date`` is ahead of the runner's clock (``None``: no header)."""
+    """Seconds the receiver's ``Date`` is ahead of the runner's clock, when that is beyond half
+    the margin (``None``: no header, or the clocks agree)."""
     followed: int = 0
     """Whole seconds added to every signed timestamp (0: the clocks agree, or too far apart)."""
 
     @classmethod
     def judge(cls, seen: float | None, *, margin: int, tolerance: int) -> ClockOffset:
         """Follow ``seen`` when it is beyond half the margin and under half the tolerance."""
-        if seen is None or abs(seen) <= margin / 2 or abs(seen) >= tolerance / 2:
-            return cls(seen)
-        return cls(seen, round(seen))
+        if seen is None or abs(seen) <= margin / 2:
+            return cls()
+        return cls(seen, round(seen) if abs(seen) < tolerance / 2 else 0)
 
-    def describe(self, *, margin: int) -> str | None:
+    def describe(self) -> str | None:
         """One sentence for the report, or ``None`` when the clocks agree."""
-        if self.seen is None or abs(self.seen) <= margin / 2:
+        if self.seen is None:
             return None
         ahead = "ahead of" if self.seen > 0 else "behind"
         said = (

@@ -141,7 +141,7 @@ async def run_check(
     async with open_http_harness(settings, options, harness, client=client) as wire:
         await wire.deliver_early(scenarios)
         told = settings.report_options() | {"seed": seed}
-        clock_note = wire.options.clock.describe(margin=settings.margin)
+        clock_note = wire.options.clock.describe()
         if clock_note is not None:
             told["receiver_clock"] = clock_note
         return await _feed(

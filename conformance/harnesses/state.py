@@ -89,6 +89,11 @@ class WireOptions:
     nonce: str = field(default_factory=lambda: secrets_module.token_hex(4))
 
     @functools.cached_property
+    def url_secrets(self) -> frozenset[str]:
+        """The target URL's credentials (:mod:`conformance.url_secrets`), scrubbed from answers."""
+        return frozenset(url_credentials(self.url))
+
+    @functools.cached_property
     def request_headers(self) -> RequestHeaders:
         """The unsigned headers of every webhook: the platform's with the user's applied."""
         return self.scheme.request_headers(self.headers)
@@ -482,8 +487,8 @@ class WireRun:
         if self.options.show_secrets:
             return set()
         secrets = {s.value for s in self.options.scheme.secrets}
-        in_url = url_credentials(self.options.url)
-        return self.sensitive | secrets | self.options.request_headers.secret_values() | {*in_url}
+        headers = self.options.request_headers.secret_values()
+        return self.sensitive | secrets | headers | self.options.url_secrets
 
 
 def _wrong_secret(scheme: WireScheme, rng: random.Random) -> Secret:

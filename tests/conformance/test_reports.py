@@ -428,6 +428,12 @@ def test_no_title_or_help_names_a_source_document_instead_of_what_it_checks() ->
     assert [t for t in texts if source.search(t)] == []
 
 
+def _fix_bullets(console: str) -> list[str]:
+    """The "What to fix" lines of a console report, one per cause."""
+    fixes = console.split("What to fix", 1)[1].split("Failures", 1)[0]
+    return [line for line in fixes.splitlines() if line.strip().startswith("- ")]
+
+
 async def _redirecting_app(scope: Any, receive: Any, send: Any) -> None:
     """An endpoint moved to https://, as a proxy in front of it answers: 308 to every request."""
     if scope["type"] == "http":
@@ -448,9 +454,8 @@ def test_an_endpoint_that_redirects_is_told_that_once_with_its_location(
         code = main([*argv, *(arg for sid in picked for arg in ("--select", sid))])
     out = capsys.readouterr().out
     assert code == 1
-    fixes = out.split("What to fix", 1)[1].split("Failures", 1)[0]
-    bullets = [line for line in fixes.splitlines() if line.strip().startswith("- ")]
-    assert len(bullets) == 1, fixes
+    bullets = _fix_bullets(out)
+    assert len(bullets) == 1, bullets
     assert "never follow a redirect" in bullets[0]
     assert "308" in bullets[0]
     assert "Location: https://partner.example/webhooks" in bullets[0]
@@ -484,9 +489,8 @@ def test_a_throttling_gateway_is_told_once_with_the_rate_limit_to_use(
         code = main(argv)
     out = capsys.readouterr().out
     assert code == 1
-    fixes = out.split("What to fix", 1)[1].split("Failures", 1)[0]
-    bullets = [line for line in fixes.splitlines() if line.strip().startswith("- ")]
-    assert len(bullets) == 1, fixes
+    bullets = _fix_bullets(out)
+    assert len(bullets) == 1, bullets
     assert "throttled the run with 429" in bullets[0]
     assert "--rate-limit" in bullets[0]
 
@@ -501,8 +505,7 @@ def test_a_gateway_shedding_load_with_503_leads_the_report(
         code = main(["check", f"{base}/webhooks", "--secret", SECRET, "--select", "signature"])
     out = capsys.readouterr().out
     assert code == 1
-    fixes = out.split("What to fix", 1)[1].split("Failures", 1)[0]
-    bullets = [line for line in fixes.splitlines() if line.strip().startswith("- ")]
+    bullets = _fix_bullets(out)
     assert "answered 503 to deliveries it must accept" in bullets[0]
     assert "--rate-limit" in bullets[0]
     assert not any("answered 503 to deliveries" in b for b in bullets[1:])
