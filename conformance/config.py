@@ -22,9 +22,9 @@ from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
-from conformance.url_secrets import shown_url
 from receiver.durations import parse_seconds
 from receiver.signing import SCHEMES
+from sender_sim.redaction import shown_url
 from sender_sim.urls import url_problem
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]

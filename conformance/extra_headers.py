@@ -8,9 +8,10 @@ cannot replace what the scheme signs or what HTTP itself frames (``Host``, ``Con
 those are a :class:`~conformance.exceptions.UsageError`, as is a name that is not an HTTP token
 or a value with a line break.
 
-A header whose name says it carries a credential (``Authorization``, ``Cookie``, or a name with
-``key``, ``token``, ``secret``, ``auth``, ``password`` or ``session`` in it) has its value
-redacted from reproductions and answers unless ``--show-secrets``.
+A header whose name says it carries a credential (:func:`sender_sim.redaction.is_credential`:
+``Authorization``, ``Cookie``, or a name with ``key``, ``token``, ``secret``, ``auth``,
+``password`` or ``session`` in it) has its value redacted from reproductions and answers unless
+``--show-secrets``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from conformance.exceptions import UsageError
+from sender_sim.redaction import is_credential
 
 __all__ = ["RequestHeaders", "parse_header", "parse_headers"]
 
@@ -30,8 +32,6 @@ _FRAMING = frozenset(
     {"host", "content-length", "transfer-encoding", "connection", "expect", "upgrade", "te"}
 )
 """Headers HTTP itself sets: replacing them would break the request, not test the receiver."""
-_CREDENTIAL_WORDS = ("key", "token", "secret", "auth", "password", "session")
-_CREDENTIAL_NAMES = frozenset({"authorization", "proxy-authorization", "cookie"})
 
 
 def parse_header(text: str, where: str = "--header") -> Pair:
@@ -63,12 +63,6 @@ def checked(name: str, value: str, where: str) -> Pair:
     except UnicodeEncodeError:
         raise UsageError(f"{where}: the value of {name!r} must be Latin-1 text") from None
     return name, value
-
-
-def is_credential(name: str) -> bool:
-    """Whether a header named ``name`` presumably carries a credential (redacted when shown)."""
-    lowered = name.lower()
-    return lowered in _CREDENTIAL_NAMES or any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
 @dataclass(frozen=True)

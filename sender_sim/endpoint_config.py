@@ -13,6 +13,7 @@ import httpx
 
 from receiver.signing import Secret
 from sender_sim.records import Endpoint
+from sender_sim.redaction import SCRUBBED_LENGTH, url_credentials
 
 __all__ = ["EndpointConfig"]
 
@@ -29,7 +30,18 @@ class EndpointConfig:
         """The endpoint's URL, parsed once."""
         return _parsed_url(self.endpoint.url)
 
+    @property
+    def url_secrets(self) -> tuple[str, ...]:
+        """The URL's password and token values long enough to scrub from what it answers
+        (:mod:`sender_sim.redaction`)."""
+        return _url_secrets(self.endpoint.url)
+
 
 @functools.lru_cache(maxsize=256)
 def _parsed_url(url: str) -> httpx.URL:
     return httpx.URL(url)
+
+
+@functools.lru_cache(maxsize=256)
+def _url_secrets(url: str) -> tuple[str, ...]:
+    return tuple(text for text in url_credentials(url) if len(text) >= SCRUBBED_LENGTH)

@@ -9,7 +9,9 @@ deliveries: retries use the deliveries materialised here.
 
 The setup history (:func:`history_entry`) records every creation, change, disable, enable and
 deletion with the actor and the settings before and after; a secret appears only as its
-fingerprint.
+fingerprint, and the URL without its credentials (:func:`~sender_sim.redaction.shown_url`). A
+change of those credentials alone is still a change: its entry says ``url_credentials:
+changed``.
 """
 
 from __future__ import annotations
@@ -19,14 +21,16 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from sender_sim.records import Endpoint, EndpointChange, EventStatus
+from sender_sim.redaction import shown_url
 
 __all__ = ["fan_out", "history_entry", "settings"]
 
 
 def settings(endpoint: Endpoint) -> dict[str, Any]:
-    """The settings a person may read: never a secret, only its fingerprint."""
+    """The settings a person may read: never a secret, only its fingerprint; the URL without its
+    password or token values."""
     return {
-        "url": endpoint.url,
+        "url": shown_url(endpoint.url),
         "scheme": endpoint.scheme,
         "active": endpoint.active,
         "timeout_s": endpoint.timeout / timedelta(seconds=1),
@@ -42,7 +46,9 @@ def history_entry(
     old = None if before is None else settings(before)
     new = None if after is None else settings(after)
     if old == new:
-        return None
+        if before is None or after is None or before.url == after.url:
+            return None
+        new = {**settings(after), "url_credentials": "changed"}
     if before is None:
         action = "created"
     elif after is None:

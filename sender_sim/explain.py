@@ -21,6 +21,7 @@ from sender_sim.records import (
     format_duration,
     rfc3339,
 )
+from sender_sim.redaction import shown_url
 
 __all__ = ["SENTENCES", "explain_text"]
 
@@ -236,7 +237,7 @@ def explain_text(
         f"Delivery {delivery.delivery_id}",
         f"  event:     {event.event_id} ({event.type})"
         + (f", business key {event.business_key}" if event.business_key else ""),
-        f"  endpoint:  {delivery.endpoint_id} -> {delivery.destination_url}",
+        f"  endpoint:  {delivery.endpoint_id} -> {shown_url(delivery.destination_url)}",
         f"  payload:   sha256 {delivery.payload_digest} ({len(event.body)} bytes, "
         "identical on every attempt)",
         f"  state:     {state}; {delivery.attempt} attempt(s) of at most "

@@ -70,6 +70,7 @@ from sender_sim.records import (
     rfc3339,
     to_us,
 )
+from sender_sim.redaction import shown_url
 from sender_sim.redrive import (
     MAX_BATCH,
     RedriveResult,
@@ -270,7 +271,7 @@ class Simulator:
             raise ConfigurationError("an endpoint needs a non-empty id")
         problem = url_problem(url)
         if problem is not None:
-            raise ConfigurationError(f"endpoint URL {url!r} cannot be used: {problem}")
+            raise ConfigurationError(f"endpoint URL {shown_url(url)!r} cannot be used: {problem}")
         if not timeout > 0:
             raise ConfigurationError(f"an endpoint's timeout must be positive, not {timeout}")
         types = None if event_types is None else tuple(sorted(set(event_types)))

@@ -413,7 +413,10 @@ class Worker:
         )
         if plan.tamper:
             body = _tamper(body)
-        redactions = scheme_named(endpoint.endpoint.scheme).secret_texts(secrets)
+        redactions = (
+            *scheme_named(endpoint.endpoint.scheme).secret_texts(secrets),
+            *endpoint.url_secrets,
+        )
         timeout = min(endpoint.endpoint.timeout, self.context.policy.timeout)
         return Request(endpoint.url, body, headers, tuple(redactions), timeout, timestamp)
 

@@ -29,7 +29,6 @@ from conformance.interrupts import run_interruptibly
 from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
-from conformance.url_secrets import is_redacted, shown_url
 from receiver.commands.console import make_console
 from receiver.commands.options import (
     max_time_option,
@@ -38,6 +37,7 @@ from receiver.commands.options import (
     timeout_option,
     verbose_option,
 )
+from sender_sim.redaction import is_redacted, shown_url
 from sender_sim.urls import url_problem
 
 __all__ = ["ReplayPlan", "judge_replay", "plan_replay", "replay_command"]

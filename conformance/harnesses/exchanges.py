@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from conformance.harnesses.signed_requests import REDACTED, WireRequest
+from sender_sim.redaction import SCRUBBED_LENGTH
 
 __all__ = ["SAMPLE_CHARS", "Exchange", "scrub", "seconds_text"]
 
@@ -15,7 +16,7 @@ SAMPLE_CHARS = 300
 
 def scrub(text: str, sensitive: Iterable[str]) -> str:
     """``text`` with every sensitive string (secret, signature) replaced by ``<redacted>``."""
-    for value in sorted({s for s in sensitive if len(s) >= 6}, key=len, reverse=True):
+    for value in sorted({s for s in sensitive if len(s) >= SCRUBBED_LENGTH}, key=len, reverse=True):
         text = text.replace(value, REDACTED)
     return text
 

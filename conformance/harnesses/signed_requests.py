@@ -23,9 +23,9 @@ from conformance.exceptions import UsageError
 from conformance.extra_headers import RequestHeaders
 from conformance.model import scheme_choices
 from conformance.shell import curl_command
-from conformance.url_secrets import REDACTED, shown_url
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
 from receiver.signing import Scheme, Secret, random_bytes, scheme_named
+from sender_sim.redaction import REDACTED, shown_url
 
 __all__ = [
     "MUTATIONS",

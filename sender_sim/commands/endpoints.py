@@ -21,6 +21,7 @@ from sender_sim.commands.options import db_option, json_option, scheme_option, s
 from sender_sim.commands.support import open_store, session_clock, split_secrets
 from sender_sim.endpoints import settings
 from sender_sim.records import DEFAULT_ENDPOINT_TIMEOUT, Endpoint, EndpointChange, rfc3339
+from sender_sim.redaction import shown_url
 from sender_sim.simulator import Simulator
 
 __all__ = ["endpoints_group"]
@@ -98,8 +99,8 @@ def endpoints_add_command(
         )
         state = "active" if endpoint.active else "disabled"
         make_console().print(
-            f"Endpoint {endpoint_id} -> {url} ({state}, scheme {scheme}, timeout {timeout:g} s, "
-            f"event types {_types(endpoint)})"
+            f"Endpoint {endpoint_id} -> {shown_url(url)} ({state}, scheme {scheme}, "
+            f"timeout {timeout:g} s, event types {_types(endpoint)})"
         )
         return 0
     finally:
@@ -124,7 +125,7 @@ def endpoints_list_command(db: str, as_json: bool) -> int:
         rows = [
             (
                 e.endpoint_id,
-                e.url,
+                shown_url(e.url),
                 "active" if e.active else "disabled",
                 e.scheme,
                 f"{e.timeout.total_seconds():g} s",

@@ -1,6 +1,6 @@
 """The options the sender commands (and the sandbox) share, declared once on top of
 :mod:`receiver.commands.options`: the sender database, the seed of the simulator's draws, the retry
-policy, virtual or real time, and ``--json``."""
+policy, virtual or real time, the endpoint's name, and ``--json``."""
 
 from __future__ import annotations
 
@@ -9,9 +9,12 @@ import click
 from receiver.commands import options as shared
 from sender_sim.commands.support import DEFAULT_DB
 from sender_sim.policy import POLICIES
+from sender_sim.redaction import shown_url
 
 __all__ = [
     "db_option",
+    "endpoint_id_option",
+    "endpoint_named",
     "json_option",
     "policy_option",
     "scheme_option",
@@ -48,3 +51,14 @@ policy_option = click.option(
     help=POLICY_HELP,
 )
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of text.")
+endpoint_id_option = click.option(
+    "--endpoint-id",
+    default=None,
+    help="Name the endpoint in the database (default: the URL, without its credentials).",
+)
+
+
+def endpoint_named(endpoint_id: str | None, url: str) -> str:
+    """The endpoint's id: the one given, else ``url`` as shown (its password and token values
+    never become a name that every list, export and metric label repeats)."""
+    return endpoint_id or shown_url(url)

@@ -9,6 +9,7 @@ from rich.console import Console
 
 from sender_sim.commands.support import RowSink, describe_row, progress_line
 from sender_sim.records import Delivery, LedgerRow, State, rfc3339
+from sender_sim.redaction import shown_url
 from sender_sim.simulator import Simulator
 
 __all__ = [
@@ -42,7 +43,7 @@ def delivery_json(sim: Simulator, delivery: Delivery) -> dict[str, Any]:
         "delivery_id": delivery.delivery_id,
         "event_id": delivery.event_id,
         "endpoint_id": delivery.endpoint_id,
-        "url": delivery.destination_url,
+        "url": shown_url(delivery.destination_url),
         "business_key": delivery.business_key,
         "state": delivery.state.value,
         "reason": delivery.reason.value if delivery.reason else None,

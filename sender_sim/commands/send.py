@@ -25,6 +25,8 @@ from receiver.commands.console import make_console
 from receiver.commands.options import timeout_option
 from sender_sim.commands.options import (
     db_option,
+    endpoint_id_option,
+    endpoint_named,
     json_option,
     policy_option,
     scheme_option,
@@ -49,6 +51,7 @@ from sender_sim.faults import FaultPlan
 from sender_sim.policy import Policy, policy_named
 from sender_sim.policy_file import load_policy_file
 from sender_sim.records import State, rfc3339
+from sender_sim.redaction import shown_url
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
 
@@ -143,9 +146,7 @@ def _policy(name: str, policy_file: str | None, timeout: float | None) -> Policy
     metavar="NAME[:k=v,…]",
     help="Inject a fault (repeatable), e.g. crash_after_send:attempts=1.",
 )
-@click.option(
-    "--endpoint-id", default=None, help="Name the endpoint in the database (default: the URL)."
-)
+@endpoint_id_option
 @seed_option
 @time_option
 @db_option
@@ -196,7 +197,7 @@ def send_command(
                 deadline=deadline,
                 policy=policy,
                 plan=plan,
-                endpoint_id=endpoint_id or url,
+                endpoint_id=endpoint_named(endpoint_id, url),
                 seed=seed,
                 virtual=virtual,
                 as_json=as_json,
@@ -261,7 +262,7 @@ async def _send(
         delivery_id = f"del_{uuid.uuid4().hex}"
         if not as_json:  # said before publishing: the first attempt is due the moment it is
             out.print(
-                f"Sending event {chosen_event_id} as delivery {delivery_id} to {url} "
+                f"Sending event {chosen_event_id} as delivery {delivery_id} to {shown_url(url)} "
                 f"(scheme {scheme}, policy {policy.name}, "
                 f"{'virtual' if virtual else 'real'} time, deadline {rfc3339(deadline_at)})"
             )

@@ -41,6 +41,7 @@ from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.explain import SENTENCES
 from sender_sim.records import LedgerRow, State, format_duration, from_us, rfc3339
+from sender_sim.redaction import shown_url
 from sender_sim.sender_client import sender_client
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
@@ -98,7 +99,7 @@ def check_url(url: str, what: str = "URL") -> None:
     (:mod:`sender_sim.urls`)."""
     problem = url_problem(url)
     if problem is not None:
-        raise click.UsageError(f"{what} {url!r} cannot be used: {problem}")
+        raise click.UsageError(f"{what} {shown_url(url)!r} cannot be used: {problem}")
 
 
 def split_secrets(values: Iterable[str]) -> tuple[str, ...]:

@@ -29,6 +29,8 @@ from receiver.commands.console import make_console
 from receiver.server import LOOPBACK, bind_socket, server_config
 from sender_sim.commands.options import (
     db_option,
+    endpoint_id_option,
+    endpoint_named,
     policy_option,
     scheme_option,
     secret_option,
@@ -45,6 +47,7 @@ from sender_sim.commands.support import (
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import Fault
 from sender_sim.policy import policy_named
+from sender_sim.redaction import shown_url
 from sender_sim.sandbox.engine import SandboxEngine, SandboxEvent
 from sender_sim.sandbox.templates import TemplateSet, load_templates
 from sender_sim.sandbox.terminal import SandboxShell, interact
@@ -137,9 +140,7 @@ async def prompted(lines: AsyncIterator[str], write: Callable[[str], None]) -> A
     help="Dashboard port on 127.0.0.1 (0: any free port).",
 )
 @click.option("--no-dashboard", is_flag=True, help="Terminal only, no web dashboard.")
-@click.option(
-    "--endpoint-id", default=None, help="Name the endpoint in the database (default: the URL)."
-)
+@endpoint_id_option
 def sandbox_command(
     url: str,
     secrets: tuple[str, ...],
@@ -187,7 +188,7 @@ def sandbox_command(
                 faults=faults,
                 seed=seed,
                 virtual=virtual,
-                endpoint_id=endpoint_id or url,
+                endpoint_id=endpoint_named(endpoint_id, url),
                 sock=sock,
             )
         )
@@ -252,8 +253,8 @@ async def _sandbox(
 
         engine.subscribe(show)
         out.print(
-            f"hookproof sandbox: forwarding to {url} (scheme {scheme}, policy {policy_name}, "
-            f"{'virtual' if virtual else 'real'} time, database {store_path})"
+            f"hookproof sandbox: forwarding to {shown_url(url)} (scheme {scheme}, "
+            f"policy {policy_name}, {'virtual' if virtual else 'real'} time, database {store_path})"
         )
         server: uvicorn.Server | None = None
         serving: asyncio.Task[None] | None = None

@@ -35,6 +35,7 @@ from sender_sim.records import (
     format_duration,
     rfc3339,
 )
+from sender_sim.redaction import shown_url
 from sender_sim.sandbox import queries
 from sender_sim.sandbox.chart import tone
 from sender_sim.sandbox.engine import SandboxEngine
@@ -295,7 +296,7 @@ def delivery_view(engine: SandboxEngine, delivery_id: str) -> DeliveryView:
         body_bytes=len(event.body),
         body_sha256=hashlib.sha256(event.body).hexdigest(),
         time_left=time_left(delivery, sim.now()),
-        endpoint_url=delivery.destination_url,
+        endpoint_url=shown_url(delivery.destination_url),
     )
 
 
@@ -363,7 +364,7 @@ def delivery_dict(view: DeliveryView) -> dict[str, Any]:
         "reason": d.reason.value if d.reason else None,
         "deadline_at": rfc3339(d.deadline_at),
         "time_left": view.time_left,
-        "destination_url": d.destination_url,
+        "destination_url": shown_url(d.destination_url),
         "body": view.body_exact,
         "body_sha256": view.body_sha256,
         "attempts": [

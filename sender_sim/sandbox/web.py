@@ -52,6 +52,7 @@ from sender_sim.exceptions import (
     SimulatorError,
 )
 from sender_sim.records import DeadLetterReason, format_duration, rfc3339
+from sender_sim.redaction import shown_url
 from sender_sim.sandbox import queries, views
 from sender_sim.sandbox.api import api_routes, problem_response
 from sender_sim.sandbox.chart import attempts_chart
@@ -122,7 +123,7 @@ class Dashboard:
             "csrf_field": CSRF_FIELD,
             "csrf_token": self.token,
             "endpoint_id": engine.endpoint_id,
-            "endpoint_url": engine.sim.endpoint_config(engine.endpoint_id).endpoint.url,
+            "endpoint_url": shown_url(engine.sim.endpoint_config(engine.endpoint_id).endpoint.url),
             "policy": engine.sim.policy.name,
             "clock": "virtual" if engine.virtual else "real",
             "now": engine.sim.now(),

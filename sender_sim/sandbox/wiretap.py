@@ -1,5 +1,6 @@
-"""The requests the sandbox actually sent, as the dashboard shows them: headers (signatures and
-secrets redacted) and the exact body bytes, per delivery and attempt number.
+"""The requests the sandbox actually sent, as the dashboard shows them: the URL and headers with
+signatures and credentials redacted (:mod:`sender_sim.redaction`) and the exact body bytes, per
+delivery and attempt number.
 
 :class:`WireTap` is an httpx request hook installed on the simulator's client by the engine: each
 outgoing request that carries the ``hookproof-delivery-id`` and ``hookproof-attempt`` headers is
@@ -18,13 +19,12 @@ import httpx
 
 from receiver.signing import redact_signatures, scheme_named
 from sender_sim.records import Attempt, Delivery, Event, rfc3339
+from sender_sim.redaction import REDACTED, is_credential, shown_url
 from sender_sim.wire import ATTEMPT_HEADER, DEADLINE_HEADER, DELIVERY_ID_HEADER
 
 __all__ = ["KEEP", "REDACTED", "SentRequest", "WireTap", "reconstructed"]
 
 KEEP = 2000
-REDACTED = "[redacted]"
-_SECRET_HEADERS = ("signature", "authorization", "secret", "token")
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,7 @@ class SentRequest:
 
 
 def _redact(name: str, value: str) -> str:
-    if any(part in name.lower() for part in _SECRET_HEADERS):
+    if "signature" in name.lower() or is_credential(name):
         return REDACTED
     return redact_signatures(value, REDACTED)
 
@@ -64,7 +64,8 @@ class WireTap:
         if not delivery_id or not attempt.isdigit():
             return
         headers = tuple((k, _redact(k, v)) for k, v in request.headers.multi_items())
-        sent = SentRequest(request.method, str(request.url), headers, bytes(request.content))
+        url = shown_url(str(request.url))
+        sent = SentRequest(request.method, url, headers, bytes(request.content))
         key = (delivery_id, int(attempt))
         self._sent[key] = sent
         self._sent.move_to_end(key)
@@ -86,4 +87,5 @@ def reconstructed(delivery: Delivery, event: Event, attempt: Attempt) -> SentReq
         (ATTEMPT_HEADER, str(attempt.number)),
         (DEADLINE_HEADER, rfc3339(delivery.deadline_at)),
     )
-    return SentRequest("POST", delivery.destination_url, headers, event.body, captured=False)
+    url = shown_url(delivery.destination_url)
+    return SentRequest("POST", url, headers, event.body, captured=False)

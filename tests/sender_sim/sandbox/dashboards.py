@@ -20,16 +20,17 @@ __all__ = ["sandbox_dashboard"]
 
 @asynccontextmanager
 async def sandbox_dashboard(
-    receiver: ScriptedReceiver,
+    receiver: ScriptedReceiver, url: str | None = None
 ) -> AsyncIterator[tuple[SandboxEngine, Starlette]]:
-    """The engine (endpoint ``app`` at ``receiver``, a virtual clock) and its dashboard app."""
+    """The engine (endpoint ``app`` at ``receiver``, or at ``url`` when given: the receiver's
+    address with more in it; a virtual clock) and its dashboard app."""
     async with httpx.AsyncClient() as client:
         sim = Simulator(
             SQLiteStore(":memory:"),
             clock=VirtualClock(datetime(2026, 8, 13, 9, tzinfo=UTC)),
             client=client,
         )
-        sim.add_endpoint("app", receiver.url, [SECRET])
+        sim.add_endpoint("app", url or receiver.url, [SECRET])
         engine = SandboxEngine(sim, endpoint_id="app")
         try:
             yield engine, create_dashboard(engine)

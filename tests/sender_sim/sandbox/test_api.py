@@ -75,7 +75,7 @@ async def test_publish_list_filters_and_the_delivery_as_sent(
     assert attempt["request_captured"] is True
     headers = attempt["request_headers"]
     assert headers["webhook-id"] == receiver.received[0].headers["webhook-id"]
-    assert headers["webhook-signature"] == "[redacted]"
+    assert headers["webhook-signature"] == "<redacted>"
     assert receiver.received[0].headers["webhook-signature"] not in str(detail)
     assert detail["actions"]["resend"]["possible"] is True
     assert detail["actions"]["redrive"] == {
@@ -246,3 +246,29 @@ async def test_csv_export_of_the_filtered_view_and_its_cap(
         assert problem["code"] == "EXPORT_TOO_LARGE"
         assert problem["limit"] == queries.EXPORT_LIMIT
         assert problem["count"] > queries.EXPORT_LIMIT
+
+
+async def test_the_endpoints_url_credentials_are_sent_but_never_shown(
+    receiver: ScriptedReceiver,
+) -> None:
+    password, token = "pa55-w0rd-long", "tok-9f8e7d6c5b"
+    url = receiver.url.replace("http://", f"http://alice:{password}@") + f"?token={token}"
+    async with sandbox_dashboard(receiver, url) as (_, app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1") as web:
+            csrf = (await web.get("/api/csrf")).json()["token"]
+            web.headers.update({"origin": "http://127.0.0.1", "x-csrf-token": csrf})
+            published = await web.post("/api/events", json={"event_type": "invoice.paid"})
+            delivery_id = published.json()["delivery_id"]
+            shown = [
+                (await web.get(path)).text
+                for path in ("/", f"/deliveries/{delivery_id}", f"/api/deliveries/{delivery_id}")
+            ]
+    assert receiver.received, "the delivery was sent"
+    assert receiver.received[0].headers["authorization"].startswith("Basic ")
+    detail = shown[-1]
+    assert "alice:&lt;redacted&gt;@" in shown[1]  # the page shows where it went, escaped
+    assert "token=<redacted>" in detail
+    for text in shown:
+        assert password not in text
+        assert token not in text

@@ -1,28 +1,45 @@
-"""Credentials a target URL may carry, kept out of everything a run shows.
+"""Credentials a webhook URL or header may carry, and how they are shown: as :data:`REDACTED`.
 
 Platforms let a partner register a webhook URL with a password in it
 (``https://hooks:s3cret@partner.example/webhooks``, HTTP basic auth) or a token in its query
-(``…/webhooks?token=…``, as Slack's and many a gateway's URLs do). The runner sends to that URL as
-given, but never shows the credential unless ``--show-secrets``: the report's target, the console's
-first line, every reproduction, an error about the endpoint, and any answer that
-echoes it say :data:`REDACTED` instead. A query parameter is a credential when its name is one a
-header's would be (:func:`conformance.extra_headers.is_credential`: ``token``, ``key``,
-``secret``, ``auth``, ``password``, ``session`` in it).
+(``…/webhooks?token=…``, as Slack's and many a gateway's URLs do), and endpoints behind a gateway
+want an API key or basic auth in a header. The sender sends them as given, but nothing it shows
+carries them: endpoint lists and setup history, ``explain``, exports, metrics, the sandbox's
+dashboard, and the conformance runner's reports and reproductions (unless ``--show-secrets``).
 
-A report keeps no credential, so ``hookproof replay`` is given the URL again (``--url``) when its
-target was redacted.
+One rule says what a credential is, for a header's name and a query parameter's alike
+(:func:`is_credential`): ``Authorization``, ``Proxy-Authorization``, ``Cookie``, or a name with
+``key``, ``token``, ``secret``, ``auth``, ``password`` or ``session`` in it.
 """
 
 from __future__ import annotations
 
+from typing import Final
 from urllib.parse import unquote, urlsplit, urlunsplit
 
-from conformance.extra_headers import is_credential
+__all__ = [
+    "REDACTED",
+    "SCRUBBED_LENGTH",
+    "is_credential",
+    "is_redacted",
+    "shown_url",
+    "url_credentials",
+]
 
-__all__ = ["REDACTED", "is_redacted", "shown_url", "url_credentials"]
+REDACTED: Final = "<redacted>"
+"""What stands where a secret was, wherever one would be shown."""
+SCRUBBED_LENGTH: Final = 6
+"""The shortest credential scrubbed from free text an endpoint answered: replacing a shorter one
+(a two-letter password) everywhere it occurs would mangle the answer rather than hide a secret."""
 
-REDACTED = "<redacted>"
-"""What stands where a secret was, in every reproduction and report."""
+_CREDENTIAL_WORDS: Final = ("key", "token", "secret", "auth", "password", "session")
+_CREDENTIAL_NAMES: Final = frozenset({"authorization", "proxy-authorization", "cookie"})
+
+
+def is_credential(name: str) -> bool:
+    """Whether a header or query parameter named ``name`` presumably carries a credential."""
+    lowered = name.lower()
+    return lowered in _CREDENTIAL_NAMES or any(word in lowered for word in _CREDENTIAL_WORDS)
 
 
 def _query_credentials(query: str) -> list[tuple[int, str]]:
@@ -37,7 +54,8 @@ def _query_credentials(query: str) -> list[tuple[int, str]]:
 
 def url_credentials(url: str) -> tuple[str, ...]:
     """The secrets in ``url``, as written and percent-decoded: its password and the values of its
-    credential-like query parameters (what answers are scrubbed of)."""
+    credential-like query parameters (what echoed text is scrubbed of, from
+    :data:`SCRUBBED_LENGTH` characters)."""
     try:
         parts = urlsplit(url)
         password = parts.password

@@ -1,0 +1,160 @@
+"""An endpoint URL's password and token values are sent, never shown: not by ``endpoints``
+(add, list, history), ``send``, ``explain``, ``deliveries export``, ``metrics``, nor in a sample
+of what the endpoint answered; a change of them alone is still in the setup history."""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse
+from starlette.routing import Route
+
+from conformance.cli import main
+from receiver.server import running_server
+from sender_sim.redaction import REDACTED, is_credential, shown_url, url_credentials
+from tests.sender_sim.test_cli_support import SECRET
+
+Capsys = pytest.CaptureFixture[str]
+
+PASSWORD = "pa55-w0rd-long"
+TOKEN = "tok-9f8e7d6c5b"
+
+
+@pytest.mark.parametrize(
+    ("url", "shown", "secrets"),
+    [
+        (
+            f"http://alice:{PASSWORD}@h:8/w",
+            f"http://alice:{REDACTED}@h:8/w",
+            (PASSWORD,),
+        ),
+        (
+            f"https://h/w?token={TOKEN}&page=2&api_key=a%2Fb",
+            f"https://h/w?token={REDACTED}&page=2&api_key={REDACTED}",
+            (TOKEN, "a%2Fb", "a/b"),
+        ),
+        ("https://alice@h/w?page=2#x", "https://alice@h/w?page=2#x", ()),
+        ("http://h/w", "http://h/w", ()),
+        ("http://[::1", "http://[::1", ()),  # not a URL: shown as given, nothing found in it
+    ],
+)
+def test_a_urls_credentials_are_found_and_hidden(
+    url: str, shown: str, secrets: tuple[str, ...]
+) -> None:
+    assert shown_url(url) == shown
+    assert shown_url(url, show_secrets=True) == url
+    assert url_credentials(url) == secrets
+
+
+@pytest.mark.parametrize(
+    ("name", "credential"),
+    [
+        ("Authorization", True),
+        ("proxy-authorization", True),
+        ("Cookie", True),
+        ("X-Api-Key", True),
+        ("access_token", True),
+        ("X-Session-Id", True),
+        ("page", False),
+        ("Content-Type", False),
+        ("webhook-id", False),
+    ],
+)
+def test_one_rule_says_which_names_carry_a_credential(name: str, credential: bool) -> None:
+    assert is_credential(name) is credential
+
+
+class Echoing:
+    """Refuses every delivery with 400, echoing the query it was called with (as error pages
+    do), and keeps what it was sent."""
+
+    def __init__(self) -> None:
+        self.authorizations: list[str] = []
+        self.queries: list[str] = []
+
+    async def answer(self, request: Request) -> PlainTextResponse:
+        self.authorizations.append(request.headers.get("authorization", ""))
+        self.queries.append(request.url.query)
+        return PlainTextResponse(f"refused: {request.url.query}", status_code=400)
+
+
+@pytest.fixture
+def echoing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, Echoing]]:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("HOOKPROOF_SECRET", raising=False)
+    endpoint = Echoing()
+    app = Starlette(routes=[Route("/hooks", endpoint.answer, methods=["POST"])])
+    with running_server(app) as base:
+        host = base.removeprefix("http://")
+        yield f"http://alice:{PASSWORD}@{host}/hooks?token={TOKEN}", endpoint
+
+
+def _run(capsys: Capsys, *argv: str) -> tuple[int, str]:
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out + captured.err
+
+
+def test_a_sent_delivery_shows_no_credential_anywhere(
+    echoing: tuple[str, Echoing], capsys: Capsys, tmp_path: Path
+) -> None:
+    url, endpoint = echoing
+    shown: list[str] = []
+    code, out = _run(capsys, "send", url, "--secret", SECRET, "--json")
+    assert code == 1  # 400 under the strict policy: dead-lettered at once
+    shown.append(out)
+    # The endpoint was sent both credentials, as given ...
+    assert endpoint.queries == [f"token={TOKEN}"]
+    assert base64.b64decode(endpoint.authorizations[0].split()[1]).decode() == f"alice:{PASSWORD}"
+    document = json.loads(out)
+    # ... and its answer, which echoed the token, is kept without it.
+    assert document["url"] == shown_url(url)
+    assert document["endpoint_id"] == shown_url(url)  # the default id: the URL as shown
+    code, out = _run(capsys, "send", url, "--secret", SECRET)
+    assert code == 1
+    assert f"to {shown_url(url)} (" in out
+    shown.append(out)
+    for argv in (
+        ("explain", document["delivery_id"]),
+        ("endpoints", "list"),
+        ("endpoints", "list", "--json"),
+        ("endpoints", "history"),
+        ("endpoints", "history", "--json"),
+        ("deliveries", "list"),
+        ("deliveries", "export", "--csv", "out.csv"),
+        ("metrics", "--format", "prometheus"),
+        ("dlq", "list"),
+    ):
+        code, out = _run(capsys, *argv)
+        assert code == 0, (argv, out)
+        shown.append(out)
+    shown.append((tmp_path / "out.csv").read_text())
+    everything = "\n".join(shown)
+    assert "refused: token=" in everything  # the echoed answer is there, scrubbed
+    assert PASSWORD not in everything
+    assert TOKEN not in everything
+    assert REDACTED in everything
+
+
+def test_a_change_of_the_urls_credentials_alone_is_in_the_setup_history(
+    echoing: tuple[str, Echoing], capsys: Capsys
+) -> None:
+    url, _ = echoing
+    rotated = url.replace(PASSWORD, "n3w-pa55word")
+    for given in (url, url, rotated):
+        code, out = _run(capsys, "endpoints", "add", "shop", given, "--secret", SECRET)
+        assert code == 0, out
+        assert f"-> {shown_url(given)} (" in out
+    code, out = _run(capsys, "endpoints", "history", "shop", "--json")
+    history = json.loads(out)
+    assert [entry["action"] for entry in history] == ["created", "changed"]
+    assert history[1]["after"]["url_credentials"] == "changed"
+    assert history[1]["before"]["url"] == history[1]["after"]["url"] == shown_url(url)
+    assert PASSWORD not in out
+    assert "n3w-pa55word" not in out
