@@ -42,6 +42,7 @@ from conformance.sender_check.script import script_of
 from conformance.sender_check.trigger import Trigger, check_trigger
 from receiver.signing import Secret, Verifier, scheme_named
 from sender_sim.classify import Action
+from sender_sim.redaction import shown_url
 
 __all__ = ["SenderCheckSettings", "SenderHarness", "execute_concurrently", "run_sender_check"]
 
@@ -363,7 +364,7 @@ async def run_sender_check(
         trigger=settings.trigger,
         announce=announce,
     )
-    target = listener.base_url + f"/s/{listener.run_id}"
+    target = shown_url(listener.base_url) + f"/s/{listener.run_id}"  # a tunnel's password: unsaid
     jobs = settings.jobs if settings.trigger else 1
     summary = Summary()
     try:

@@ -265,6 +265,21 @@ def test_a_failing_trigger_is_one_error_line_per_scenario(
     assert "0 passed, 0 failed, 0 skipped, 2 errors" in out
 
 
+def test_a_public_urls_password_is_not_in_the_report(
+    policy: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    report = tmp_path / "report.json"
+    code = _run(
+        "--trigger", "exit 3", "--policy", str(policy), *FAST, "--select", "sender.retry-500",
+        "--public-url", "https://tunnel:pa55-w0rd-long@hooks.example", "--json", str(report),
+    )  # fmt: skip
+    out = capsys.readouterr().out
+    assert code == 1
+    target = json.loads(report.read_text())["target"]
+    assert target.startswith("https://tunnel:<redacted>@hooks.example/s/")
+    assert "pa55-w0rd-long" not in out + report.read_text()
+
+
 def _alive(pid: int) -> bool:
     """Whether ``pid`` runs (a zombie awaiting its reaper counts as gone)."""
     try:
