@@ -23,8 +23,8 @@ from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
 from receiver.durations import parse_seconds
+from receiver.redaction import shown_url
 from receiver.signing import SCHEMES
-from sender_sim.redaction import shown_url
 from sender_sim.urls import url_problem
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]

@@ -8,7 +8,7 @@ cannot replace what the scheme signs or what HTTP itself frames (``Host``, ``Con
 those are a :class:`~conformance.exceptions.UsageError`, as is a name that is not an HTTP token
 or a value with a line break.
 
-A header whose name says it carries a credential (:func:`sender_sim.redaction.is_credential`:
+A header whose name says it carries a credential (:func:`receiver.redaction.is_credential`:
 ``Authorization``, ``Cookie``, or a name with ``key``, ``token``, ``secret``, ``auth``,
 ``password`` or ``session`` in it) has its value redacted from reproductions and answers unless
 ``--show-secrets``.
@@ -21,7 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from conformance.exceptions import UsageError
-from sender_sim.redaction import is_credential
+from receiver.redaction import is_credential
 
 __all__ = ["RequestHeaders", "parse_header", "parse_headers"]
 

@@ -21,7 +21,7 @@ import httpx
 
 from conformance.deadline import Answer, request_within
 from conformance.exceptions import DeadlineExceeded, HarnessError, ProbeUnusable
-from sender_sim.redaction import REDACTED, is_credential
+from receiver.redaction import REDACTED, is_credential
 from sender_sim.wire import tls_failure
 
 __all__ = ["PROBE_MAX_BYTES", "Probe", "ProbeSnapshot"]

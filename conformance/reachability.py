@@ -20,7 +20,7 @@ import httpx
 from conformance import receiver_clock
 from conformance.deadline import request_within
 from conformance.exceptions import DeadlineExceeded, EndpointUnreachable
-from sender_sim.redaction import shown_url
+from receiver.redaction import shown_url
 from sender_sim.wire import tls_failure
 
 __all__ = ["wait_until_answering"]

@@ -29,8 +29,8 @@ from conformance.reachability import wait_until_answering
 from conformance.receiver_clock import ClockOffset
 from conformance.reporters import Reporter
 from conformance.results import Summary
+from receiver.redaction import shown_url
 from receiver.signing import Secret
-from sender_sim.redaction import shown_url
 from sender_sim.sender_client import sender_client
 
 __all__ = [

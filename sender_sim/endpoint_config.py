@@ -11,9 +11,9 @@ from dataclasses import dataclass
 
 import httpx
 
+from receiver.redaction import SCRUBBED_LENGTH, url_credentials
 from receiver.signing import Secret
 from sender_sim.records import Endpoint
-from sender_sim.redaction import SCRUBBED_LENGTH, url_credentials
 
 __all__ = ["EndpointConfig"]
 
@@ -33,7 +33,7 @@ class EndpointConfig:
     @property
     def url_secrets(self) -> tuple[str, ...]:
         """The URL's password and token values long enough to scrub from what it answers
-        (:mod:`sender_sim.redaction`)."""
+        (:mod:`receiver.redaction`)."""
         return _url_secrets(self.endpoint.url)
 
 

@@ -9,7 +9,7 @@ deliveries: retries use the deliveries materialised here.
 
 The setup history (:func:`history_entry`) records every creation, change, disable, enable and
 deletion with the actor and the settings before and after; a secret appears only as its
-fingerprint, and the URL without its credentials (:func:`~sender_sim.redaction.shown_url`). A
+fingerprint, and the URL without its credentials (:func:`~receiver.redaction.shown_url`). A
 change of those credentials alone is still a change: its entry says ``url_credentials:
 changed``.
 """
@@ -20,8 +20,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
+from receiver.redaction import shown_url
 from sender_sim.records import Endpoint, EndpointChange, EventStatus
-from sender_sim.redaction import shown_url
 
 __all__ = ["fan_out", "history_entry", "settings"]
 

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from receiver.redaction import shown_url
 from sender_sim.records import (
     Attempt,
     Delivery,
@@ -21,7 +22,6 @@ from sender_sim.records import (
     format_duration,
     rfc3339,
 )
-from sender_sim.redaction import shown_url
 
 __all__ = ["SENTENCES", "explain_text"]
 

@@ -27,6 +27,7 @@ from typing import Any, TextIO
 import httpx
 
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
+from receiver.redaction import shown_url
 from receiver.signing import Secret, fingerprint, scheme_named
 from sender_sim import inspection
 from sender_sim.clock import Clock, RealClock, VirtualClock, require_aware
@@ -70,7 +71,6 @@ from sender_sim.records import (
     rfc3339,
     to_us,
 )
-from sender_sim.redaction import shown_url
 from sender_sim.redrive import (
     MAX_BATCH,
     RedriveResult,

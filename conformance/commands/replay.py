@@ -37,7 +37,7 @@ from receiver.commands.options import (
     timeout_option,
     verbose_option,
 )
-from sender_sim.redaction import is_redacted, shown_url
+from receiver.redaction import is_redacted, shown_url
 from sender_sim.urls import url_problem
 
 __all__ = ["ReplayPlan", "judge_replay", "plan_replay", "replay_command"]

@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from conformance.harnesses.signed_requests import REDACTED, WireRequest
-from sender_sim.redaction import SCRUBBED_LENGTH
+from receiver.redaction import SCRUBBED_LENGTH
 
 __all__ = ["SAMPLE_CHARS", "Exchange", "scrub", "seconds_text"]
 

@@ -24,8 +24,8 @@ from conformance.extra_headers import RequestHeaders
 from conformance.model import scheme_choices
 from conformance.shell import curl_command
 from receiver.exceptions import ConfigurationError as ReceiverConfigurationError
+from receiver.redaction import REDACTED, shown_url
 from receiver.signing import Scheme, Secret, random_bytes, scheme_named
-from sender_sim.redaction import REDACTED, shown_url
 
 __all__ = [
     "MUTATIONS",

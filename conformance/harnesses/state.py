@@ -44,8 +44,8 @@ from conformance.payloads import PayloadFactory
 from conformance.probe import Probe, ProbeSnapshot
 from conformance.receiver_clock import ClockOffset
 from receiver.clock import next_fresh_second
+from receiver.redaction import url_credentials
 from receiver.signing import Secret
-from sender_sim.redaction import url_credentials
 from sender_sim.wire import tls_failure
 
 if TYPE_CHECKING:
@@ -90,7 +90,7 @@ class WireOptions:
 
     @functools.cached_property
     def url_secrets(self) -> frozenset[str]:
-        """The target URL's credentials (:mod:`sender_sim.redaction`), scrubbed from answers."""
+        """The target URL's credentials (:mod:`receiver.redaction`), scrubbed from answers."""
         return frozenset(url_credentials(self.url))
 
     @functools.cached_property

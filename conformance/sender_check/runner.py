@@ -40,9 +40,9 @@ from conformance.sender_check.judging import X_CHECKS, History, timeline
 from conformance.sender_check.listener import Listener, Session
 from conformance.sender_check.script import script_of
 from conformance.sender_check.trigger import Trigger, check_trigger
+from receiver.redaction import shown_url
 from receiver.signing import Secret, Verifier, scheme_named
 from sender_sim.classify import Action
-from sender_sim.redaction import shown_url
 
 __all__ = ["SenderCheckSettings", "SenderHarness", "execute_concurrently", "run_sender_check"]
 

@@ -9,7 +9,6 @@ status 2 (``conformance.cli.main`` prints every :class:`~receiver.exceptions.Rec
 from __future__ import annotations
 
 import asyncio
-import re
 from datetime import timedelta
 
 import click
@@ -20,16 +19,18 @@ from receiver.commands.options import db_option, scheme_option, secret_option
 from receiver.exceptions import ConfigurationError, ReceiverError
 from receiver.middleware import DEFAULT_MAX_BODY
 from receiver.probe import DEFAULT_PROBE_PREFIX
+from receiver.redaction import REDACTED, shown_url, url_credentials
 from receiver.server import base_url, bind_socket, serve
 from receiver.signing import DEFAULT_TOLERANCE_S
 
 __all__ = ["check_database", "receiver_command"]
 
-_PASSWORD = re.compile(r"(://[^:/@]*:)[^@]*@")
 
-
-def _redacted(location: str) -> str:
-    return _PASSWORD.sub(r"\1***@", location)
+def _redacted(text: str, location: str) -> str:
+    """``text`` without the password or token values of the inbox ``location`` (a DSN)."""
+    for secret in sorted(url_credentials(location), key=len, reverse=True):
+        text = text.replace(secret, REDACTED)
+    return text
 
 
 async def _open_and_close(settings: ReceiverSettings) -> None:
@@ -48,7 +49,7 @@ def check_database(settings: ReceiverSettings) -> None:
     except Exception as error:
         reason = str(error).splitlines()[0] if str(error) else type(error).__name__
         raise ConfigurationError(
-            f"cannot open the inbox at {_redacted(settings.db)}: {_redacted(reason)}"
+            f"cannot open the inbox at {shown_url(settings.db)}: {_redacted(reason, settings.db)}"
         ) from None
 
 
@@ -149,6 +150,6 @@ def receiver_command(
     probe = f", probe {probe_prefix}/<event_id>" if probe_token else ""
     make_console(stderr=True).print(
         f"hookproof receiver listening on {base_url(host, bound)}{path} "
-        f"(scheme {scheme}, inbox {_redacted(db)}{probe})"
+        f"(scheme {scheme}, inbox {shown_url(db)}{probe})"
     )
     serve(create_app(settings), sock, log_level=log_level)

@@ -17,11 +17,11 @@ import click
 
 from receiver.commands.console import make_console, print_table
 from receiver.durations import POSITIVE_DURATION
+from receiver.redaction import shown_url
 from sender_sim.commands.options import db_option, json_option, scheme_option, secret_option
 from sender_sim.commands.support import open_store, session_clock, split_secrets
 from sender_sim.endpoints import settings
 from sender_sim.records import DEFAULT_ENDPOINT_TIMEOUT, Endpoint, EndpointChange, rfc3339
-from sender_sim.redaction import shown_url
 from sender_sim.simulator import Simulator
 
 __all__ = ["endpoints_group"]

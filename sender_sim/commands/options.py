@@ -7,9 +7,9 @@ from __future__ import annotations
 import click
 
 from receiver.commands import options as shared
+from receiver.redaction import shown_url
 from sender_sim.commands.support import DEFAULT_DB
 from sender_sim.policy import POLICIES
-from sender_sim.redaction import shown_url
 
 __all__ = [
     "db_option",

@@ -7,9 +7,9 @@ from typing import Any
 
 from rich.console import Console
 
+from receiver.redaction import shown_url
 from sender_sim.commands.support import RowSink, describe_row, progress_line
 from sender_sim.records import Delivery, LedgerRow, State, rfc3339
-from sender_sim.redaction import shown_url
 from sender_sim.simulator import Simulator
 
 __all__ = [

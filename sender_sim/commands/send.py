@@ -23,6 +23,7 @@ import click
 
 from receiver.commands.console import make_console
 from receiver.commands.options import timeout_option
+from receiver.redaction import shown_url
 from sender_sim.commands.options import (
     db_option,
     endpoint_id_option,
@@ -51,7 +52,6 @@ from sender_sim.faults import FaultPlan
 from sender_sim.policy import Policy, policy_named
 from sender_sim.policy_file import load_policy_file
 from sender_sim.records import State, rfc3339
-from sender_sim.redaction import shown_url
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore
 

@@ -37,11 +37,11 @@ import httpx
 from rich.console import Console
 
 from receiver.durations import parse_duration as parse_any_duration
+from receiver.redaction import shown_url
 from sender_sim.clock import Clock, RealClock, VirtualClock
 from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.explain import SENTENCES
 from sender_sim.records import LedgerRow, State, format_duration, from_us, rfc3339
-from sender_sim.redaction import shown_url
 from sender_sim.sender_client import sender_client
 from sender_sim.simulator import Simulator
 from sender_sim.store import SQLiteStore

@@ -26,6 +26,7 @@ import click
 import uvicorn
 
 from receiver.commands.console import make_console
+from receiver.redaction import shown_url
 from receiver.server import LOOPBACK, bind_socket, server_config
 from sender_sim.commands.options import (
     db_option,
@@ -47,7 +48,6 @@ from sender_sim.commands.support import (
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import Fault
 from sender_sim.policy import policy_named
-from sender_sim.redaction import shown_url
 from sender_sim.sandbox.engine import SandboxEngine, SandboxEvent
 from sender_sim.sandbox.templates import TemplateSet, load_templates
 from sender_sim.sandbox.terminal import SandboxShell, interact

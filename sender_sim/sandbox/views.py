@@ -23,6 +23,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import quote
 
+from receiver.redaction import shown_url
 from sender_sim.commands.support import describe_row, transition_text
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.records import (
@@ -35,7 +36,6 @@ from sender_sim.records import (
     format_duration,
     rfc3339,
 )
-from sender_sim.redaction import shown_url
 from sender_sim.sandbox import queries
 from sender_sim.sandbox.chart import tone
 from sender_sim.sandbox.engine import SandboxEngine

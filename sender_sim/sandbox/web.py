@@ -43,6 +43,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from receiver.problems import media_type
+from receiver.redaction import shown_url
 from sender_sim.commands.support import parse_fields
 from sender_sim.exceptions import (
     ConfigurationError,
@@ -52,7 +53,6 @@ from sender_sim.exceptions import (
     SimulatorError,
 )
 from sender_sim.records import DeadLetterReason, format_duration, rfc3339
-from sender_sim.redaction import shown_url
 from sender_sim.sandbox import queries, views
 from sender_sim.sandbox.api import api_routes, problem_response
 from sender_sim.sandbox.chart import attempts_chart

@@ -1,5 +1,5 @@
 """The requests the sandbox actually sent, as the dashboard shows them: the URL and headers with
-signatures and credentials redacted (:mod:`sender_sim.redaction`) and the exact body bytes, per
+signatures and credentials redacted (:mod:`receiver.redaction`) and the exact body bytes, per
 delivery and attempt number.
 
 :class:`WireTap` is an httpx request hook installed on the simulator's client by the engine: each
@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import httpx
 
+from receiver.redaction import REDACTED, is_credential, shown_url
 from receiver.signing import redact_signatures, scheme_named
 from sender_sim.records import Attempt, Delivery, Event, rfc3339
-from sender_sim.redaction import REDACTED, is_credential, shown_url
 from sender_sim.wire import ATTEMPT_HEADER, DEADLINE_HEADER, DELIVERY_ID_HEADER
 
 __all__ = ["KEEP", "REDACTED", "SentRequest", "WireTap", "reconstructed"]

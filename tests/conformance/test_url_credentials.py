@@ -15,8 +15,8 @@ from starlette.responses import PlainTextResponse
 from starlette.routing import Route
 
 from conformance.cli import main
+from receiver.redaction import REDACTED
 from receiver.server import running_server
-from sender_sim.redaction import REDACTED
 from tests.conformance.support import SECRET
 
 PASSWORD = "pa55-w0rd-long"

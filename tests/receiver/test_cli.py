@@ -156,7 +156,7 @@ def test_a_real_receiver_process_on_postgresql(postgres_dsn: str) -> None:
         "--secret",
         SECRET,
         "--db",
-        f"{postgres_dsn}{separator}schema={schema}",
+        f"{postgres_dsn}{separator}schema={schema}&password=hunter2-pw",  # trust: not asked
         "--probe-token",
         "t",
     )
@@ -178,6 +178,8 @@ def test_a_real_receiver_process_on_postgresql(postgres_dsn: str) -> None:
                 "effects": 1,
                 "deliveries": 2,
             }
+            assert "password=<redacted>" in process.output()  # the inbox line: the DSN shown
+            assert "hunter2-pw" not in process.output()
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')

@@ -3,9 +3,11 @@
 Platforms let a partner register a webhook URL with a password in it
 (``https://hooks:s3cret@partner.example/webhooks``, HTTP basic auth) or a token in its query
 (``…/webhooks?token=…``, as Slack's and many a gateway's URLs do), and endpoints behind a gateway
-want an API key or basic auth in a header. The sender sends them as given, but nothing it shows
-carries them: endpoint lists and setup history, ``explain``, exports, metrics, the sandbox's
-dashboard, and the conformance runner's reports and reproductions (unless ``--show-secrets``).
+want an API key or basic auth in a header; an inbox's PostgreSQL DSN carries its password the
+same two ways. They are used as given, but nothing shows them: the receiver's inbox line, the
+sender's endpoint lists and setup history, ``explain``, exports, metrics, the sandbox's dashboard,
+and the conformance runner's reports and reproductions (unless ``--show-secrets``). It lives in
+:mod:`receiver`, the package the other two build on, so that each of them applies the same rule.
 
 One rule says what a credential is, for a header's name and a query parameter's alike
 (:func:`is_credential`): ``Authorization``, ``Proxy-Authorization``, ``Cookie``, or a name with
