@@ -16,6 +16,12 @@ disk the repository lives on, never tmpfs):
 * closed loop — ``WORKERS`` concurrent workers doing claim+commit pairs back to back (how a
   server with ``WORKERS`` requests in flight drives it), ``PAIRS`` pairs in total.
 
+Below them, the floor of the inbox's own SQL: the same claim and commit statements run by one
+thread on a raw connection (no writer thread, no futures, no hand-over), in transactions of as
+many pairs as group commit carried, each ending in an fsync. Its CPU per pair is what storing a
+delivery costs before any of our code runs; the group-commit line's CPU over it is the price of
+the writer thread and the event loop's side of the hand-over.
+
 Run: ``.venv/bin/python bench/bench_inbox.py`` (about 30 s on two cores; most of it is the
 one-fsync-per-op baseline).
 """
@@ -33,6 +39,9 @@ from pathlib import Path
 
 from receiver.inbox import MemoryInbox, SqliteInbox
 from receiver.inbox.contract import Inbox
+from receiver.inbox.sqlite import _COMMIT, _INSERT_NEW  # the inbox's own statements
+from receiver.inbox.sqlite_schema import MIGRATION_SET, MIGRATIONS
+from receiver.sqlite_db import apply_migrations, connect, enable_wal
 
 PAIRS = 2_000
 WORKERS = 64
@@ -60,8 +69,9 @@ async def closed_loop(inbox: Inbox, prefix: str) -> None:
 
 async def measure(
     directory: str, workload: Callable[[Inbox, str], Awaitable[None]], max_batch: int | None
-) -> tuple[float, str]:
-    """Pairs per second, and a note on batching and CPU cost (both threads) per pair."""
+) -> tuple[float, str, float]:
+    """Pairs per second, a note on batching and CPU cost (both threads) per pair, and the jobs
+    per transaction (0 for the memory inbox)."""
     if max_batch is None:
         inbox: Inbox = MemoryInbox()
     else:
@@ -76,10 +86,34 @@ async def measure(
     finally:
         await inbox.close()
     note = f"CPU {cpu / PAIRS * 1e6:4.0f} µs/pair"
+    jobs = 0.0
     if isinstance(inbox, SqliteInbox):
         stats = inbox.stats
-        note += f"; {stats.batches} transactions, {stats.jobs_per_batch:.1f} jobs each"
-    return PAIRS / elapsed, note
+        jobs = stats.jobs_per_batch
+        note += f"; {stats.batches} transactions, {jobs:.1f} jobs each"
+    return PAIRS / elapsed, note, jobs
+
+
+def statements_alone(directory: str, pairs_per_transaction: int) -> str:
+    """CPU per pair of the inbox's claim and commit statements run by this thread alone, in
+    transactions of ``pairs_per_transaction`` pairs, each committed with an fsync."""
+    conn = connect(os.path.join(directory, f"alone-{pairs_per_transaction}.db"))
+    try:
+        enable_wal(conn)
+        apply_migrations(conn, MIGRATION_SET, MIGRATIONS)
+        cpu_started = time.process_time()
+        for start in range(0, PAIRS, pairs_per_transaction):
+            ids = [f"evt-{n}" for n in range(start, min(start + pairs_per_transaction, PAIRS))]
+            conn.execute("BEGIN IMMEDIATE")
+            for event_id in ids:
+                assert conn.execute(_INSERT_NEW, (event_id, 2, 1)).rowcount == 1
+            for event_id in ids:
+                assert conn.execute(_COMMIT, (200, 3, event_id, 1)).rowcount == 1
+            conn.execute("COMMIT")
+        cpu = time.process_time() - cpu_started
+    finally:
+        conn.close()
+    return f"CPU {cpu / PAIRS * 1e6:4.0f} µs/pair; {pairs_per_transaction} pairs per transaction"
 
 
 async def main() -> int:
@@ -90,14 +124,17 @@ async def main() -> int:
         print(f"{'workload':34} {'pairs/s':>9} {'× 1-fsync':>10}  cost and batching")
         ok = True
         for workload, label in ((burst, f"burst of {PAIRS}"), (closed_loop, f"{WORKERS} workers")):
-            baseline, base_note = await measure(directory, workload, 1)
-            grouped, group_note = await measure(directory, workload, 1024)
-            memory, memory_note = await measure(directory, workload, None)
+            baseline, base_note, _ = await measure(directory, workload, 1)
+            grouped, group_note, jobs = await measure(directory, workload, 1024)
+            memory, memory_note, _ = await measure(directory, workload, None)
             print(f"{label + ', one fsync per op':34} {baseline:9.0f} {1.0:10.2f}  {base_note}")
             print(f"{label + ', group commit':34} {grouped:9.0f} {grouped / baseline:10.2f}"
                   f"  {group_note}")  # fmt: skip
             print(f"{label + ', memory (not durable)':34} {memory:9.0f} {memory / baseline:10.2f}"
                   f"  {memory_note}")  # fmt: skip
+            pairs = max(1, round(jobs / 2))  # a claim and a commit per pair
+            print(f"{label + ', the statements alone':34} {'':9} {'':10}"
+                  f"  {statements_alone(directory, pairs)}")  # fmt: skip
             ok = ok and grouped > baseline
         print("PASS" if ok else "MISS")
         return 0 if ok else 1

@@ -34,7 +34,8 @@ The script prints, per body size, requests/s and server CPU per request of each 
 to bare (targets: guarded >= 70%, durable >= 65%) of the medians and, steadier when the machine's
 speed drifts, of each round against the bare run just before it; the receiver's CPU budget per
 request next to the bare endpoint's (CPU seconds of the server process, every thread, over the
-requests served); and fails if any guarded or durable answer was not 2xx or if wrk ran out of
+requests served), split into the event loop's thread and the others (the SQLite inbox's writer);
+and fails if any guarded or durable answer was not 2xx or if wrk ran out of
 distinct requests.
 """
 
@@ -225,13 +226,18 @@ def _preflight(base: str, requests_file: Path) -> None:
         raise SystemExit(f"preflight answered {response.status_code}: {response.text[:300]}")
 
 
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process (Linux ``/proc``; NaN elsewhere)."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return float("nan")
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def _cpu_seconds(pid: int) -> tuple[float, float]:
+    """User + system CPU seconds of a process, and of its main thread alone (the one that runs
+    the event loop), from Linux ``/proc`` (NaN elsewhere)."""
+
+    def seconds(stat: str) -> float:
+        try:
+            fields = Path(stat).read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    return seconds(f"/proc/{pid}/stat"), seconds(f"/proc/{pid}/task/{pid}/stat")
 
 
 def _median_run(runs: list[dict[str, float]]) -> dict[str, float]:
@@ -255,7 +261,9 @@ def measure(kind: str, db: str, script: Path, requests_file: Path, args: Any) ->
         _preflight(base, requests_file)
         cpu_before = _cpu_seconds(process.pid)
         run = run_wrk(base, script, requests_file, args.duration, args.connections)
-        run["cpu_us"] = (_cpu_seconds(process.pid) - cpu_before) / run["requests"] * 1e6
+        cpu_after = _cpu_seconds(process.pid)
+        run["cpu_us"] = (cpu_after[0] - cpu_before[0]) / run["requests"] * 1e6
+        run["loop_us"] = (cpu_after[1] - cpu_before[1]) / run["requests"] * 1e6
         return run
 
 
@@ -323,6 +331,13 @@ def bench_size(size: int, work: Path, script: Path, args: Any) -> tuple[bool, li
     report.append(
         f"  receiver CPU budget per request: bare {bare['cpu_us']:.0f} us; {budget} "
         "(server process, every thread)"
+    )
+    threads = ", ".join(
+        f"{kind} {run['loop_us']:.0f} + {run['cpu_us'] - run['loop_us']:.0f}"
+        for kind, run in results.items()
+    )
+    report.append(
+        f"    of which the event loop's thread + the other threads (the inbox's writer): {threads}"
     )
     ok = True
     for kind in TARGETS:
