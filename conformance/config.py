@@ -22,6 +22,7 @@ from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
+from receiver.commands.files import read_text
 from receiver.durations import parse_seconds
 from receiver.redaction import shown_url
 from receiver.signing import SCHEMES
@@ -215,9 +216,7 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> tuple[Path, bo
     """The config file to read and whether it is a pyproject: the explicit one, else
     ``hookproof.toml``, else a ``pyproject.toml`` with ``[tool.hookproof]``."""
     if explicit:
-        path = Path(explicit)
-        if not path.is_file():
-            raise ConfigError(f"config file {explicit!r} does not exist")
+        path = Path(explicit)  # read (or said unreadable, in words) by load_config
         return path, path.name == "pyproject.toml"
     base = cwd or Path.cwd()
     if (base / "hookproof.toml").is_file():
@@ -244,14 +243,11 @@ def load_config(
     if found is None:
         return {}
     path, is_pyproject = found
+    text = read_text(path, "the config file", ConfigError)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"config file {str(path)!r} is not valid TOML: {error}") from None
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigError(
-            f"cannot read config file {str(path)!r}: {error.__class__.__name__}"
-        ) from None
     if is_pyproject:
         tool = data.get("tool", {})
         data = tool.get("hookproof", {}) if isinstance(tool, dict) else {}

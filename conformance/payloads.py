@@ -17,6 +17,7 @@ from typing import Any
 
 from conformance.exceptions import UsageError
 from conformance.harnesses.signed_requests import unusual_json
+from receiver.commands.files import read_text
 from sender_sim.envelope import stripe_event_document
 
 __all__ = [
@@ -71,12 +72,7 @@ UTF8_TEXT = "Grüße aus Köln — naïve café, 日本語, emoji 🎉"
 
 def load_template(path: str | Path) -> str:
     """Read and validate a template file; a missing or non-JSON file is a :class:`UsageError`."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(
-            f"cannot read the event template {str(path)!r}: {error.__class__.__name__}"
-        ) from None
+    text = read_text(path, "the event template", UsageError)
     PayloadFactory(text).body("evt_check")
     return text
 

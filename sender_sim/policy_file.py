@@ -29,6 +29,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from receiver.commands.files import read_text
 from receiver.durations import parse_seconds
 from sender_sim.classify import Action, Profile, StatusRule, Verdict
 from sender_sim.exceptions import ConfigurationError
@@ -158,12 +159,9 @@ def policy_from_mapping(document: Mapping[str, Any], *, name: str = "file") -> P
 def load_policy_file(path: str | Path) -> Policy:
     """Read and check the TOML policy file at ``path``."""
     location = Path(path)
+    text = read_text(location, "the policy file", ConfigurationError)
     try:
-        document = tomllib.loads(location.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigurationError(
-            f"cannot read the policy file {location}: {error.strerror or error}"
-        ) from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        document = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ConfigurationError(f"the policy file {location} is not valid TOML: {error}") from None
     return policy_from_mapping(document, name=str(location))

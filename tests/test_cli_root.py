@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from conformance.cli import COMMANDS, main
+from tests.support.cli import usage_error_line
 
 
 def test_help_lists_every_subcommand(capsys: pytest.CaptureFixture[str]) -> None:
@@ -32,12 +33,7 @@ def test_version(capsys: pytest.CaptureFixture[str]) -> None:
 def test_usage_errors_are_one_line_and_exit_2(
     argv: list[str], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert main(argv) == 2
-    captured = capsys.readouterr()
-    lines = [line for line in captured.err.splitlines() if line.strip()]
-    assert len(lines) == 1, captured.err
-    assert lines[0].startswith("hookproof: error:")
-    assert "Traceback" not in captured.err
+    usage_error_line(argv, capsys)
 
 
 @pytest.mark.parametrize("argv", [[], ["dlq"]])

@@ -57,13 +57,17 @@ def exit_status(summary: Summary) -> int:
 def file_reporters(
     *, json: str | None = None, junit: str | None = None, ndjson: str | None = None
 ) -> list[Reporter]:
-    """The JSON, JUnit and NDJSON reporters asked for (their directories must exist); shared by
-    every command that writes reports."""
+    """The JSON, JUnit and NDJSON reporters asked for; shared by every command that writes
+    reports. A path that cannot be a report file (a folder, or in a folder that does not exist)
+    is a :class:`UsageError` now, before the run, not after it."""
     reporters: list[Reporter] = []
     kinds = ((json, JsonReporter), (junit, JUnitReporter), (ndjson, NdjsonReporter))
     for path, kind in kinds:
         if path:
-            parent = Path(path).resolve().parent
+            target = Path(path)
+            if target.is_dir():
+                raise UsageError(f"cannot write the report {path!r}: it is a folder, not a file")
+            parent = target.resolve().parent
             if not parent.is_dir():
                 raise UsageError(f"cannot write the report {path!r}: {parent} does not exist")
             reporters.append(kind(path))

@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
-from pathlib import Path
 from typing import Any
 
 import click
@@ -30,6 +29,7 @@ from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
 from receiver.commands.console import make_console
+from receiver.commands.files import read_text
 from receiver.commands.options import (
     max_time_option,
     probe_token_option,
@@ -68,10 +68,9 @@ class ReplayPlan:
 
 def read_report(path: str) -> dict[str, Any]:
     """The JSON report at ``path``; anything else is one :class:`UsageError`."""
+    text = read_text(path, "the report", UsageError)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as error:
-        raise UsageError(f"cannot read the report {path!r}: {error.__class__.__name__}") from None
+        document = json.loads(text)
     except json.JSONDecodeError:
         raise UsageError(
             f"{path!r} is not JSON: replay reads a 'hookproof check --json' report"

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import click
 
 from receiver.commands.console import make_console, print_table
+from receiver.commands.files import os_reason
 from sender_sim.commands.options import db_option, json_option
 from sender_sim.commands.support import open_store, parse_deadline, session_clock
 from sender_sim.exceptions import StoreError
@@ -165,7 +166,12 @@ def deliveries_export_command(csv_path: str, db: str, **options: Any) -> int:
         sim = Simulator(store, clock=session_clock(store, virtual=True))
         where = _filter(sim, options)
         folder = target.resolve().parent
-        handle, temporary = tempfile.mkstemp(prefix=".export-", suffix=".csv", dir=folder)
+        try:
+            handle, temporary = tempfile.mkstemp(prefix=".export-", suffix=".csv", dir=folder)
+        except OSError as error:
+            raise StoreError(
+                f"cannot write --csv {csv_path}: {os_reason(error, writing=True)}"
+            ) from None
         try:
             with os.fdopen(handle, "w", newline="", encoding="utf-8") as out:
                 count = sim.export_csv(where, out)

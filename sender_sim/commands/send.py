@@ -16,12 +16,12 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import click
 
 from receiver.commands.console import make_console
+from receiver.commands.files import read_text
 from receiver.commands.options import timeout_option
 from receiver.redaction import shown_url
 from sender_sim.commands.options import (
@@ -73,16 +73,9 @@ class EventSpec:
 def load_event_file(path: str) -> EventSpec:
     """Read ``--event FILE``: a JSON object. With top-level ``type`` and ``data`` it is the whole
     body (sent byte for byte; ``id`` is the event id when present); otherwise it is the ``data``."""
+    raw = read_text(path, "--event", click.UsageError)
     try:
-        raw = Path(path).read_bytes()
-    except OSError as error:
-        raise click.UsageError(
-            f"cannot read --event {path}: {error.strerror or type(error).__name__}"
-        ) from None
-    try:
-        document = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise click.UsageError(f"--event {path} is not UTF-8 text") from None
+        document = json.loads(raw)
     except json.JSONDecodeError as error:
         raise click.UsageError(
             f"--event {path} is not valid JSON (line {error.lineno}, column {error.colno}: "
@@ -95,7 +88,7 @@ def load_event_file(path: str) -> EventSpec:
             raise click.UsageError(f"--event {path}: 'type' must be a non-empty string")
         event_id = document.get("id")
         return EventSpec(
-            body=raw,
+            body=raw.encode("utf-8"),  # the file's bytes: decoding UTF-8 lost nothing
             event_type=document["type"],
             event_id=event_id if isinstance(event_id, str) else None,
         )

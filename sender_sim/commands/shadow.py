@@ -10,11 +10,11 @@ unreadable log or a usage error.
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import click
 
 from receiver.commands.console import make_console, print_table
+from receiver.commands.files import read_text
 from sender_sim.commands.options import json_option, policy_option
 from sender_sim.commands.support import parse_duration
 from sender_sim.exceptions import ConfigurationError
@@ -37,10 +37,7 @@ __all__ = ["shadow_command"]
 def shadow_command(attempts_log: str, policy_name: str, tolerance: str, as_json: bool) -> int:
     """Replay an existing worker's attempt log through our state machine and report every
     decision that differs; nothing is sent."""
-    try:
-        text = Path(attempts_log).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        raise ConfigurationError(f"cannot read {attempts_log}: {error}") from None
+    text = read_text(attempts_log, "the attempts log", ConfigurationError)
     policy = policy_named(policy_name)
     compared, found = shadow(
         list(parse_records(text.splitlines())), policy, tolerance=parse_duration(tolerance)

@@ -23,9 +23,9 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from receiver.commands.files import read_text
 from sender_sim.exceptions import ConfigurationError
 
 __all__ = ["BUILT_IN", "Template", "TemplateSet", "load_templates"]
@@ -126,13 +126,10 @@ def load_templates(path: str | None = None) -> TemplateSet:
     default = "renewal.reminder"
     if path is None:
         return TemplateSet(templates, default)
+    text = read_text(path, "--template", ConfigurationError)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ConfigurationError(
-            f"cannot read --template {path}: {error.strerror or type(error).__name__}"
-        ) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        document = json.loads(text)
+    except json.JSONDecodeError as error:
         raise ConfigurationError(f"--template {path} is not valid JSON: {error}") from None
     if not isinstance(document, dict) or not isinstance(document.get("templates"), dict):
         raise ConfigurationError(f"--template {path} must be an object with a 'templates' object")

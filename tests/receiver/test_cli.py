@@ -11,25 +11,16 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from conformance.cli import cli, main
+from conformance.cli import cli
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import base_url, running_server
 from receiver.signing import Secret, Verifier
 from sender_sim.urls import url_problem
+from tests.support.cli import usage_error_line
 from tests.support.processes import LOOPBACK, ServerProcess, free_port, hookproof_argv
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 ROTATED = "whsec_c2VjcmV0LW9mLWFub3RoZXItc2VuZGVyIQ=="
-
-
-def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
-    assert main(argv) == 2
-    captured = capsys.readouterr()
-    lines = captured.err.strip().splitlines()
-    assert len(lines) == 1, captured.err
-    assert "Traceback" not in captured.err
-    assert captured.out == ""
-    return lines[0]
 
 
 @pytest.mark.parametrize(
@@ -53,7 +44,7 @@ def _one_line_exit_2(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str
 def test_bad_input_is_one_line_and_exit_2(
     arguments: list[str], expected: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
-    line = _one_line_exit_2(["receiver", *arguments], capsys)
+    line = usage_error_line(["receiver", *arguments], capsys)
     assert expected.lower() in line.lower()
     assert "hunter2" not in line
     assert "!!!not-base64" not in line
@@ -64,7 +55,7 @@ def test_a_port_in_use_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str]
         taken.bind((LOOPBACK, 0))
         taken.listen()
         port = taken.getsockname()[1]
-        line = _one_line_exit_2(
+        line = usage_error_line(
             ["receiver", "--secret", SECRET, "--db", ":memory:", "--port", str(port)], capsys
         )
     assert "cannot listen" in line
