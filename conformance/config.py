@@ -9,6 +9,7 @@ a wrong type, an unset variable — is one :class:`~conformance.exceptions.Confi
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import tomllib
@@ -23,7 +24,7 @@ from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
 from receiver.commands.files import read_text
-from receiver.durations import parse_seconds
+from receiver.durations import seconds_of
 from receiver.redaction import shown_url
 from receiver.signing import SCHEMES
 from sender_sim.urls import url_problem
@@ -142,8 +143,8 @@ class CheckSettings:
             raise UsageError("--timeout must be positive")
         if self.concurrency < 2:
             raise UsageError("--concurrency must be at least 2 (it sends concurrent duplicates)")
-        if self.rate_limit is not None and self.rate_limit <= 0:
-            raise UsageError("--rate-limit must be positive")
+        if self.rate_limit is not None and not 0 < self.rate_limit < math.inf:
+            raise UsageError("--rate-limit must be a positive number of requests per second")
         if self.tolerance < 0 or self.margin <= 0 or self.samples < 1:
             raise UsageError("tolerance, margin and samples must be positive")
         if self.wait_for_endpoint < 0:
@@ -307,9 +308,9 @@ def _convert(table: Mapping[str, Any], path: Path, environ: Mapping[str, str]) -
                 )
             if isinstance(value, str):
                 value = substitute_env(value, raw_key, environ)
-            if key in _DURATIONS and isinstance(value, str):
+            if key in _DURATIONS:
                 try:
-                    value = parse_seconds(value)
+                    value = seconds_of(value)
                 except ValueError as error:
                     raise ConfigError(f"config key {raw_key!r}: {error}") from None
             if key == "event_template":

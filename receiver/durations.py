@@ -11,13 +11,21 @@ exact to the microsecond (``0.000001s``). Where seconds are expected a bare numb
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 from decimal import Decimal
 
 import click
 
-__all__ = ["DURATION", "EXAMPLES", "POSITIVE_DURATION", "parse_duration", "parse_seconds"]
+__all__ = [
+    "DURATION",
+    "EXAMPLES",
+    "POSITIVE_DURATION",
+    "parse_duration",
+    "parse_seconds",
+    "seconds_of",
+]
 
 EXAMPLES = "e.g. 30s, 250ms, 10m, 2h, 1d or 1h30m"
 _UNITS = ("d", "h", "m", "s", "ms")
@@ -57,6 +65,28 @@ def parse_seconds(text: str) -> float:
     return parse_duration(text).total_seconds()
 
 
+def seconds_of(value: object) -> float:
+    """Seconds from a value a config or policy file may hold for them: a number (finite, not
+    negative, not longer than a :class:`~datetime.timedelta` holds) or a duration string
+    (``"30s"``, ``"10m"``); ``ValueError`` saying what is expected otherwise. TOML writes
+    ``inf`` and ``nan`` as numbers: a wait of either would never end, so neither is seconds."""
+    if isinstance(value, str):
+        return parse_seconds(value)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{value!r} is not seconds nor a duration ({EXAMPLES})")
+    shown = repr(value) if len(repr(value)) <= 24 else repr(value)[:20] + "…"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{shown} is not a finite number of seconds")
+    if value < 0:
+        raise ValueError(f"{shown} must not be negative")
+    try:
+        seconds = float(value)
+        timedelta(seconds=seconds)
+    except OverflowError:
+        raise ValueError(f"{shown} is too long a duration") from None
+    return seconds
+
+
 def _micros(raw: str, bare_seconds: bool) -> Decimal | None:
     if bare_seconds and _NUMBER.fullmatch(raw):
         return Decimal(raw) * 1_000_000
@@ -87,16 +117,12 @@ class _Duration(click.ParamType[float]):
     def convert(
         self, value: object, param: click.Parameter | None, ctx: click.Context | None
     ) -> float:
-        if isinstance(value, bool):
-            self.fail(f"{value!r} is not a duration ({EXAMPLES})", param, ctx)
         try:
-            seconds = float(value) if isinstance(value, int | float) else parse_seconds(str(value))
+            seconds = seconds_of(value if isinstance(value, int | float) else str(value))
         except ValueError as error:
             self.fail(str(error), param, ctx)
-        if seconds < 0 or (self.positive and seconds == 0):
-            self.fail(
-                f"{value!r} must be {'more than' if self.positive else 'at least'} 0", param, ctx
-            )
+        if self.positive and seconds == 0:
+            self.fail(f"{value!r} must be more than 0", param, ctx)
         return seconds
 
 

@@ -21,7 +21,6 @@ failures) are retried unless listed under ``stop``. Every mistake is a
 
 from __future__ import annotations
 
-import contextlib
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -30,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from receiver.commands.files import read_text
-from receiver.durations import parse_seconds
+from receiver.durations import seconds_of
 from sender_sim.classify import Action, Profile, StatusRule, Verdict
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.policy import FixedSchedule, FullJitter, Policy
@@ -58,21 +57,10 @@ _STOP = Verdict("permanent", Action.DEAD_LETTER, DeadLetterReason.PERMANENT_RESP
 
 
 def _seconds(value: Any, where: str) -> float:
-    if isinstance(value, bool):
-        raise ConfigurationError(f"{where}: expected seconds, got {value!r}")
-    seconds: float | None = None
-    if isinstance(value, int | float):
-        seconds = float(value)
-    elif isinstance(value, str):
-        with contextlib.suppress(ValueError):
-            seconds = parse_seconds(value)
-    if seconds is None:
-        raise ConfigurationError(
-            f"{where}: expected seconds or a duration like '1m', got {value!r}"
-        )
-    if seconds < 0:
-        raise ConfigurationError(f"{where}: must not be negative")
-    return seconds
+    try:
+        return seconds_of(value)
+    except ValueError as error:
+        raise ConfigurationError(f"{where}: {error}") from None
 
 
 def _rule(token: str, verdict: Verdict, where: str) -> StatusRule:

@@ -44,6 +44,8 @@ from receiver.redaction import shown_url
 from receiver.signing import Secret, Verifier, scheme_named
 from sender_sim.classify import Action
 
+_MAX_PORT = 65535
+
 __all__ = ["SenderCheckSettings", "SenderHarness", "execute_concurrently", "run_sender_check"]
 
 _ANY_TIMESTAMP = 10**10
@@ -73,9 +75,12 @@ class SenderCheckSettings:
         if not sep:
             host, port = self.listen, "0"
         try:
-            return host.strip("[]") or "127.0.0.1", int(port)
+            number = int(port)
         except ValueError:
             raise UsageError(f"--listen {self.listen!r} is not HOST:PORT") from None
+        if not 0 <= number <= _MAX_PORT:  # the socket layer would wrap 99999 to 34463
+            raise UsageError(f"--listen {self.listen!r}: port {number} does not exist (0-65535)")
+        return host.strip("[]") or "127.0.0.1", number
 
 
 class SenderHarness:

@@ -36,6 +36,7 @@ from sender_sim.policy import FixedSchedule, FullJitter
 from sender_sim.policy_file import policy_from_mapping
 from tests.conformance.report_schema import validate_report
 from tests.conformance.support import SENDER_CHECK_FAST as FAST
+from tests.support.cli import usage_error_line
 
 SECRET = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 X_IDS = [s.id for s in CATALOGUE.tagged(Harness.X)]
@@ -319,6 +320,16 @@ class _Keep:
 
     def handle(self, event: object) -> None:
         self.events.append(event)
+
+
+@pytest.mark.parametrize("listen", ["localhost:99999", "127.0.0.1:-1", "127.0.0.1:http"])
+def test_a_listen_address_with_no_such_port_is_exit_2(
+    listen: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = usage_error_line(
+        ["check-sender", "--secret", SECRET, "--trigger", "true", "--listen", listen], capsys
+    )
+    assert f"--listen {listen!r}" in line
 
 
 def test_a_nonexistent_trigger_is_exit_2_before_any_scenario(

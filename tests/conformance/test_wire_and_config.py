@@ -4,6 +4,7 @@ reproduction, the event template, and the config file (discovery, ``${ENV}``, st
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -144,6 +145,30 @@ def test_config_discovery_strict_keys_and_types(tmp_path: Path) -> None:
     (tmp_path / "hookproof.toml").write_text("concurrency = 'three'\n")
     with pytest.raises(ConfigError, match="wrong type"):
         load_config(cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("line", "says"),
+    [
+        ("timeout = inf", "'timeout': inf is not a finite number of seconds"),
+        ("max_time = nan", "'max_time': nan is not a finite number of seconds"),
+        ("patience = -5", "'patience': -5 must not be negative"),
+        ("settle = 1e400", "'settle': inf is not a finite number of seconds"),
+    ],
+)
+def test_a_config_wait_that_would_never_end_is_refused(
+    tmp_path: Path, line: str, says: str
+) -> None:
+    (tmp_path / "hookproof.toml").write_text(line + "\n")
+    with pytest.raises(ConfigError, match=re.escape(says)):
+        load_config(cwd=tmp_path)
+
+
+@pytest.mark.parametrize("rate", [float("nan"), float("inf"), 0.0, -2.0])
+def test_a_rate_limit_is_a_positive_finite_number(rate: float) -> None:
+    settings = CheckSettings(url="http://127.0.0.1:9/w", secrets=("whsec_x",), rate_limit=rate)
+    with pytest.raises(UsageError, match="--rate-limit must be a positive number"):
+        settings.validate()
 
 
 def test_the_rate_limiter_spaces_requests(monkeypatch: pytest.MonkeyPatch) -> None:

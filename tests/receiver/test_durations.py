@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import click
@@ -10,7 +11,13 @@ from click.testing import CliRunner
 from hypothesis import given
 from hypothesis import strategies as st
 
-from receiver.durations import DURATION, POSITIVE_DURATION, parse_duration, parse_seconds
+from receiver.durations import (
+    DURATION,
+    POSITIVE_DURATION,
+    parse_duration,
+    parse_seconds,
+    seconds_of,
+)
 
 
 @pytest.mark.parametrize(
@@ -103,3 +110,28 @@ def test_the_click_types_refuse_with_a_usage_error(args: list[str], message: str
     result = CliRunner().invoke(_command, args)
     assert result.exit_code == 2
     assert message in result.output
+
+
+@pytest.mark.parametrize(
+    ("value", "seconds"), [(90, 90.0), (0, 0.0), (2.5, 2.5), ("1m30s", 90.0), ("0.25", 0.25)]
+)
+def test_a_config_value_of_seconds_is_a_number_or_a_duration(value: object, seconds: float) -> None:
+    assert seconds_of(value) == seconds
+
+
+@pytest.mark.parametrize(
+    ("value", "says"),
+    [
+        (float("inf"), "inf is not a finite number of seconds"),  # TOML writes inf and nan
+        (float("nan"), "nan is not a finite number of seconds"),
+        (-1, "-1 must not be negative"),
+        (1e300, "1e+300 is too long a duration"),
+        (10**400, "is too long a duration"),
+        (True, "True is not seconds nor a duration"),
+        ([30], "[30] is not seconds nor a duration"),
+        ("soon", "'soon' is not a duration"),
+    ],
+)
+def test_a_wait_that_would_never_end_is_not_seconds(value: object, says: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(says)):
+        seconds_of(value)
