@@ -102,6 +102,8 @@ class PayloadFactory:
             raise UsageError(
                 f"the event template is not JSON: {error.msg} at line {error.lineno}"
             ) from None
+        except (ValueError, RecursionError):  # nested past the stack, a number too long
+            raise UsageError("the event template is not JSON: nested too deeply") from None
         if self.id_in_body and not isinstance(document, dict):
             raise UsageError("the event template must be a JSON object for the stripe scheme")
         return text, document

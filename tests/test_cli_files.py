@@ -77,3 +77,28 @@ def test_an_export_into_a_missing_folder_is_one_line(
     target = tmp_path / "missing" / "rows.csv"
     line = usage_error_line(["deliveries", "export", "--csv", str(target)], capsys)
     assert line.endswith(f"cannot write --csv {target}: its folder does not exist")
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["send", URL, "--secret", SECRET, "--event", "{path}"], "--event"),
+        (["replay", "{path}"], "the report"),
+        (
+            ["sandbox", "--forward-to", URL, "--secret", SECRET, "--template", "{path}"],
+            "--template",
+        ),
+    ],
+)
+def test_json_nested_past_the_stack_is_one_line_not_a_traceback(
+    argv: list[str],
+    what: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "deep.json"
+    path.write_text('{"type": "a", "data": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    line = usage_error_line([part.replace("{path}", str(path)) for part in argv], capsys)
+    assert f"cannot read {what} {str(path)!r}: it is not valid JSON (nested too deeply" in line

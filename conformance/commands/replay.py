@@ -10,7 +10,6 @@ report, no secret, an endpoint that never answers).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from typing import Any
@@ -29,7 +28,7 @@ from conformance.reporters.text import counted, describe_result
 from conformance.results import Outcome, ScenarioResult
 from conformance.session import run_check
 from receiver.commands.console import make_console
-from receiver.commands.files import read_text
+from receiver.commands.files import read_json
 from receiver.commands.options import (
     max_time_option,
     probe_token_option,
@@ -68,13 +67,7 @@ class ReplayPlan:
 
 def read_report(path: str) -> dict[str, Any]:
     """The JSON report at ``path``; anything else is one :class:`UsageError`."""
-    text = read_text(path, "the report", UsageError)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError:
-        raise UsageError(
-            f"{path!r} is not JSON: replay reads a 'hookproof check --json' report"
-        ) from None
+    document = read_json(path, "the report", UsageError)
     shaped = isinstance(document, dict) and {"target", "scheme", "scenarios"} <= set(document)
     if not shaped or not isinstance(document["scenarios"], list):
         raise UsageError(f"{path!r} is not a 'hookproof check --json' report")

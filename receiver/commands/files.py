@@ -1,6 +1,7 @@
 """Reading a file the user named — a config, a report, an event, a policy, a template, a log —
 with one answer when it cannot be read: what it is, where, and why, in words (the same words,
-:func:`os_reason`, when a file the user named cannot be written).
+:func:`os_reason`, when a file the user named cannot be written); :func:`read_json` adds where a
+JSON file stops being JSON.
 
 Every command that takes such a file reads it here, so each says the same thing the same way
 ("cannot read the config file 'x.toml': it is a folder, not a file") instead of an exception's
@@ -10,10 +11,12 @@ class name; the caller passes the exception its own package raises for a usage m
 from __future__ import annotations
 
 import errno
+import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-__all__ = ["os_reason", "read_text"]
+__all__ = ["json_of", "os_reason", "read_json", "read_text"]
 
 _REASONS = {
     errno.ENOENT: "it does not exist",
@@ -40,3 +43,22 @@ def read_text(path: str | Path, what: str, error: Callable[[str], Exception]) ->
     except OSError as failure:
         why = os_reason(failure)
     raise error(f"cannot read {what} {str(path)!r}: {why}") from None
+
+
+def read_json(path: str | Path, what: str, error: Callable[[str], Exception]) -> Any:
+    """The JSON document in ``path`` (read as :func:`read_text` reads it), or ``error(...)``
+    as :func:`json_of` says it."""
+    return json_of(read_text(path, what, error), f"{what} {str(path)!r}", error)
+
+
+def json_of(text: str, where: str, error: Callable[[str], Exception]) -> Any:
+    """The JSON document ``text`` (read from ``where``), or ``error("cannot read {where}: it is
+    not valid JSON (...)")`` saying where it stops being JSON; a document nested past Python's
+    stack, or with a number too long to read, is refused the same way, never a traceback."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as failure:
+        why = f"line {failure.lineno}, column {failure.colno}: {failure.msg}"
+    except (ValueError, RecursionError):
+        why = "nested too deeply, or a number too long to read"
+    raise error(f"cannot read {where}: it is not valid JSON ({why})") from None

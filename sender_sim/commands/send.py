@@ -21,7 +21,7 @@ from typing import Any
 import click
 
 from receiver.commands.console import make_console
-from receiver.commands.files import read_text
+from receiver.commands.files import json_of, read_text
 from receiver.commands.options import timeout_option
 from receiver.redaction import shown_url
 from sender_sim.commands.options import (
@@ -74,13 +74,7 @@ def load_event_file(path: str) -> EventSpec:
     """Read ``--event FILE``: a JSON object. With top-level ``type`` and ``data`` it is the whole
     body (sent byte for byte; ``id`` is the event id when present); otherwise it is the ``data``."""
     raw = read_text(path, "--event", click.UsageError)
-    try:
-        document = json.loads(raw)
-    except json.JSONDecodeError as error:
-        raise click.UsageError(
-            f"--event {path} is not valid JSON (line {error.lineno}, column {error.colno}: "
-            f"{error.msg})"
-        ) from None
+    document = json_of(raw, f"--event {path!r}", click.UsageError)
     if not isinstance(document, dict):
         raise click.UsageError(f"--event {path} must hold a JSON object")
     if "type" in document and "data" in document:

@@ -160,7 +160,7 @@ def parse_fields(items: Sequence[str]) -> dict[str, Any]:
             raise ConfigurationError(f"{item!r} is not key=value")
         try:
             fields[key.strip()] = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON (or nested past the stack): a string
             fields[key.strip()] = value
     return fields
 

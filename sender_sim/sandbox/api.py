@@ -80,7 +80,7 @@ async def _json(request: Request) -> dict[str, Any]:
         raise _Refusal(415, "unsupported-media-type", "Send JSON", "expected application/json")
     try:
         document = json.loads(await request.body())
-    except (ValueError, UnicodeDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # not JSON, not UTF-8, nested past the stack
         raise _Refusal(400, "bad-json", "Not JSON", str(error)) from None
     if not isinstance(document, dict):
         raise _Refusal(400, "bad-json", "Not a JSON object", "send a JSON object")

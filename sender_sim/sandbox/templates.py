@@ -20,12 +20,11 @@ Its templates are added to (and may replace) the built-in ones; ``default`` pick
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from receiver.commands.files import read_text
+from receiver.commands.files import read_json
 from sender_sim.exceptions import ConfigurationError
 
 __all__ = ["BUILT_IN", "Template", "TemplateSet", "load_templates"]
@@ -126,11 +125,7 @@ def load_templates(path: str | None = None) -> TemplateSet:
     default = "renewal.reminder"
     if path is None:
         return TemplateSet(templates, default)
-    text = read_text(path, "--template", ConfigurationError)
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise ConfigurationError(f"--template {path} is not valid JSON: {error}") from None
+    document = read_json(path, "--template", ConfigurationError)
     if not isinstance(document, dict) or not isinstance(document.get("templates"), dict):
         raise ConfigurationError(f"--template {path} must be an object with a 'templates' object")
     for name, spec in document["templates"].items():

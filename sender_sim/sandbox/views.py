@@ -253,7 +253,7 @@ def actions_for(engine: SandboxEngine, delivery: Delivery) -> tuple[Action, ...]
 def _pretty(body: bytes) -> str:
     try:
         return json.dumps(json.loads(body), indent=2, ensure_ascii=False, sort_keys=False)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested past the stack
         return body.decode("utf-8", "replace")
 
 

@@ -110,7 +110,7 @@ def test_replay_of_a_clean_report_has_nothing_to_do(
 @pytest.mark.parametrize(
     ("content", "said"),
     [
-        ("not json", "is not JSON"),
+        ("not json", "it is not valid JSON (line 1, column 1"),
         ("[1, 2]", "is not a 'hookproof check --json' report"),
         (
             '{"target": "sender", "scheme": "standard", "scenarios": []}',

@@ -94,6 +94,8 @@ def test_templates_substitute_ids_and_put_the_id_in_the_body_for_stripe() -> Non
     assert same.body("evt_a", reference="evt_x") == same.body("evt_b", reference="evt_x")
     with pytest.raises(UsageError, match="not JSON"):
         PayloadFactory("{nope").body("evt_1")
+    with pytest.raises(UsageError, match="nested too deeply"):
+        PayloadFactory("[" * 100_000 + "]" * 100_000).body("evt_1")
 
 
 def test_the_stripe_scheme_sends_a_stripe_event_by_default() -> None:

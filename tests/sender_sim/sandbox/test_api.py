@@ -272,3 +272,13 @@ async def test_the_endpoints_url_credentials_are_sent_but_never_shown(
     for text in shown:
         assert password not in text
         assert token not in text
+
+
+async def test_json_nested_past_the_stack_is_a_400_problem(api: Api) -> None:
+    deep = b'{"event_type": "a", "fields": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = await api.web.post(
+        "/api/events", content=deep, headers={"content-type": "application/json"}
+    )
+    assert response.status_code == 400
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert response.json()["type"].endswith("/sandbox-bad-json")
