@@ -12,7 +12,6 @@ from __future__ import annotations
 import math
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -23,7 +22,7 @@ from conformance.answers import Answers, resolve_answers
 from conformance.exceptions import ConfigError, UsageError
 from conformance.extra_headers import parse_headers
 from conformance.model import scheme_choices
-from receiver.commands.files import read_text
+from receiver.commands.files import read_toml
 from receiver.durations import seconds_of
 from receiver.redaction import shown_url
 from receiver.signing import SCHEMES
@@ -225,8 +224,8 @@ def find_config(explicit: str | None, cwd: Path | None = None) -> tuple[Path, bo
     pyproject = base / "pyproject.toml"
     if pyproject.is_file():
         try:
-            data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except (tomllib.TOMLDecodeError, OSError, UnicodeDecodeError):
+            data = read_toml(pyproject, "pyproject.toml", ValueError)
+        except ValueError:  # not ours to judge: a broken pyproject.toml is no hookproof config
             return None
         if isinstance(data.get("tool"), dict) and "hookproof" in data["tool"]:
             return pyproject, True
@@ -244,11 +243,7 @@ def load_config(
     if found is None:
         return {}
     path, is_pyproject = found
-    text = read_text(path, "the config file", ConfigError)
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"config file {str(path)!r} is not valid TOML: {error}") from None
+    data = read_toml(path, "the config file", ConfigError)
     if is_pyproject:
         tool = data.get("tool", {})
         data = tool.get("hookproof", {}) if isinstance(tool, dict) else {}

@@ -22,13 +22,12 @@ failures) are retried unless listed under ``stop``. Every mistake is a
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from receiver.commands.files import read_text
+from receiver.commands.files import read_toml
 from receiver.durations import seconds_of
 from sender_sim.classify import Action, Profile, StatusRule, Verdict
 from sender_sim.exceptions import ConfigurationError
@@ -147,9 +146,5 @@ def policy_from_mapping(document: Mapping[str, Any], *, name: str = "file") -> P
 def load_policy_file(path: str | Path) -> Policy:
     """Read and check the TOML policy file at ``path``."""
     location = Path(path)
-    text = read_text(location, "the policy file", ConfigurationError)
-    try:
-        document = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigurationError(f"the policy file {location} is not valid TOML: {error}") from None
+    document = read_toml(location, "the policy file", ConfigurationError)
     return policy_from_mapping(document, name=str(location))

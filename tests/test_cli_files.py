@@ -102,3 +102,28 @@ def test_json_nested_past_the_stack_is_one_line_not_a_traceback(
     path.write_text('{"type": "a", "data": ' + "[" * 100_000 + "]" * 100_000 + "}")
     line = usage_error_line([part.replace("{path}", str(path)) for part in argv], capsys)
     assert f"cannot read {what} {str(path)!r}: it is not valid JSON (nested too deeply" in line
+
+
+@pytest.mark.parametrize(
+    ("argv", "what"),
+    [
+        (["check", "--config", "{path}"], "the config file"),
+        (["send", URL, "--secret", SECRET, "--policy-file", "{path}"], "the policy file"),
+        (
+            ["check-sender", "--secret", SECRET, "--trigger", "true", "--policy", "{path}"],
+            "the policy file",
+        ),
+    ],
+)
+def test_toml_nested_past_the_stack_is_one_line_not_a_traceback(
+    argv: list[str],
+    what: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "deep.toml"
+    path.write_text("delays = " + "[" * 100_000 + "]" * 100_000 + "\n")
+    line = usage_error_line([part.replace("{path}", str(path)) for part in argv], capsys)
+    assert f"cannot read {what} {str(path)!r}: it is not valid TOML (nested too deeply)" in line

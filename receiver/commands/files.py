@@ -1,7 +1,7 @@
 """Reading a file the user named — a config, a report, an event, a policy, a template, a log —
 with one answer when it cannot be read: what it is, where, and why, in words (the same words,
 :func:`os_reason`, when a file the user named cannot be written); :func:`read_json` adds where a
-JSON file stops being JSON.
+JSON file stops being JSON, :func:`read_toml` where a TOML file stops being TOML.
 
 Every command that takes such a file reads it here, so each says the same thing the same way
 ("cannot read the config file 'x.toml': it is a folder, not a file") instead of an exception's
@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import errno
 import json
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-__all__ = ["json_of", "os_reason", "read_json", "read_text"]
+__all__ = ["json_of", "os_reason", "read_json", "read_text", "read_toml", "toml_of"]
 
 _REASONS = {
     errno.ENOENT: "it does not exist",
@@ -62,3 +63,21 @@ def json_of(text: str, where: str, error: Callable[[str], Exception]) -> Any:
     except (ValueError, RecursionError):
         why = "nested too deeply, or a number too long to read"
     raise error(f"cannot read {where}: it is not valid JSON ({why})") from None
+
+
+def read_toml(path: str | Path, what: str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """The TOML document in ``path`` (read as :func:`read_text` reads it), or ``error(...)``
+    as :func:`toml_of` says it."""
+    return toml_of(read_text(path, what, error), f"{what} {str(path)!r}", error)
+
+
+def toml_of(text: str, where: str, error: Callable[[str], Exception]) -> dict[str, Any]:
+    """The TOML document ``text`` (read from ``where``), or ``error("cannot read {where}: it is
+    not valid TOML (...)")``; arrays or tables nested past Python's stack included."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as failure:
+        why = str(failure)
+    except RecursionError:
+        why = "nested too deeply"
+    raise error(f"cannot read {where}: it is not valid TOML ({why})") from None
