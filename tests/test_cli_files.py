@@ -79,51 +79,43 @@ def test_an_export_into_a_missing_folder_is_one_line(
     assert line.endswith(f"cannot write --csv {target}: its folder does not exist")
 
 
+DEEP_JSON = '{"type": "a", "data": ' + "[" * 100_000 + "]" * 100_000 + "}"
+DEEP_TOML = "delays = " + "[" * 100_000 + "]" * 100_000 + "\n"
+NESTED_CASES = [
+    (["send", URL, "--secret", SECRET, "--event", "{path}"], "--event", "JSON"),
+    (["replay", "{path}"], "the report", "JSON"),
+    (
+        ["sandbox", "--forward-to", URL, "--secret", SECRET, "--template", "{path}"],
+        "--template",
+        "JSON",
+    ),
+    (["check", "--config", "{path}"], "the config file", "TOML"),
+    (["send", URL, "--secret", SECRET, "--policy-file", "{path}"], "the policy file", "TOML"),
+    (
+        ["check-sender", "--secret", SECRET, "--trigger", "true", "--policy", "{path}"],
+        "the policy file",
+        "TOML",
+    ),
+]
+
+
 @pytest.mark.parametrize(
-    ("argv", "what"),
-    [
-        (["send", URL, "--secret", SECRET, "--event", "{path}"], "--event"),
-        (["replay", "{path}"], "the report"),
-        (
-            ["sandbox", "--forward-to", URL, "--secret", SECRET, "--template", "{path}"],
-            "--template",
-        ),
-    ],
+    ("argv", "what", "language"),
+    NESTED_CASES,
+    ids=[f"{a[0]} {w} {lang}" for a, w, lang in NESTED_CASES],
 )
-def test_json_nested_past_the_stack_is_one_line_not_a_traceback(
+def test_a_file_nested_past_the_stack_is_one_line_not_a_traceback(
     argv: list[str],
     what: str,
+    language: str,
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     monkeypatch.chdir(tmp_path)
-    path = tmp_path / "deep.json"
-    path.write_text('{"type": "a", "data": ' + "[" * 100_000 + "]" * 100_000 + "}")
+    path = tmp_path / f"deep.{language.lower()}"
+    path.write_text(DEEP_JSON if language == "JSON" else DEEP_TOML)
     line = usage_error_line([part.replace("{path}", str(path)) for part in argv], capsys)
-    assert f"cannot read {what} {str(path)!r}: it is not valid JSON (nested too deeply" in line
-
-
-@pytest.mark.parametrize(
-    ("argv", "what"),
-    [
-        (["check", "--config", "{path}"], "the config file"),
-        (["send", URL, "--secret", SECRET, "--policy-file", "{path}"], "the policy file"),
-        (
-            ["check-sender", "--secret", SECRET, "--trigger", "true", "--policy", "{path}"],
-            "the policy file",
-        ),
-    ],
-)
-def test_toml_nested_past_the_stack_is_one_line_not_a_traceback(
-    argv: list[str],
-    what: str,
-    tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
-    capsys: pytest.CaptureFixture[str],
-) -> None:
-    monkeypatch.chdir(tmp_path)
-    path = tmp_path / "deep.toml"
-    path.write_text("delays = " + "[" * 100_000 + "]" * 100_000 + "\n")
-    line = usage_error_line([part.replace("{path}", str(path)) for part in argv], capsys)
-    assert f"cannot read {what} {str(path)!r}: it is not valid TOML (nested too deeply)" in line
+    assert (
+        f"cannot read {what} {str(path)!r}: it is not valid {language} (nested too deeply" in line
+    )
