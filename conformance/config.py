@@ -25,7 +25,7 @@ from conformance.model import scheme_choices
 from receiver.commands.files import read_toml
 from receiver.durations import seconds_of
 from receiver.redaction import shown_url
-from receiver.signing import SCHEMES
+from receiver.signing import SCHEMES, secret_warnings
 from sender_sim.urls import url_problem
 
 __all__ = ["CheckSettings", "find_config", "load_config", "substitute_env"]
@@ -93,16 +93,7 @@ class CheckSettings:
 
     def warnings(self) -> list[str]:
         """What looks wrong but may be meant: one sentence each, said once before the run."""
-        said: list[str] = []
-        scheme = SCHEMES.get(self.scheme)
-        odd: dict[str, list[int]] = {}  # the scheme's reason -> the secrets it applies to
-        for index, secret in enumerate(self.secrets, start=1):
-            reason = scheme.secret_warning(secret) if scheme is not None else None
-            if reason is not None:
-                odd.setdefault(reason, []).append(index)
-        for reason, which in odd.items():
-            said.append("secret " + ", ".join(f"#{i}" for i in which) + " " + reason)
-        return said
+        return secret_warnings(self.scheme, self.secrets)
 
     def report_options(self) -> dict[str, Any]:
         """The run's options as a report records them (no secret, no token, no output path)."""

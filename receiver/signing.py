@@ -40,7 +40,13 @@ from receiver.schemes.base import (
     random_bytes,
 )
 from receiver.schemes.github import GitHubStyle
-from receiver.schemes.registry import SCHEMES, event_id_of, redact_signatures, scheme_named
+from receiver.schemes.registry import (
+    SCHEMES,
+    event_id_of,
+    redact_signatures,
+    scheme_named,
+    secret_warnings,
+)
 from receiver.schemes.standard import StandardWebhooks, SvixWebhooks
 from receiver.schemes.stripe import StripeStyle
 
@@ -62,6 +68,7 @@ __all__ = [
     "random_bytes",
     "redact_signatures",
     "scheme_named",
+    "secret_warnings",
 ]
 
 _compare = compare  # re-exported for tests that watch the constant-time compare

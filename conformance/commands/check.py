@@ -42,10 +42,11 @@ from receiver.commands.options import (
     seed_option,
     timeout_option,
     verbose_option,
+    warn_about_secrets,
 )
 from receiver.durations import DURATION
 
-__all__ = ["check_command", "exit_status", "file_reporters", "run_settings", "warn"]
+__all__ = ["check_command", "exit_status", "file_reporters", "run_settings"]
 
 
 def exit_status(summary: Summary) -> int:
@@ -74,12 +75,6 @@ def file_reporters(
     return reporters
 
 
-def warn(settings: CheckSettings) -> None:
-    """Say once, on stderr and before the run, what looks wrong in ``settings``."""
-    for warning in settings.warnings():
-        click.echo(f"hookproof: warning: {warning}", err=True)
-
-
 def run_settings(settings: CheckSettings) -> int:
     """Validate ``settings``, run the check with the console and file reporters, give the exit
     status."""
@@ -88,7 +83,7 @@ def run_settings(settings: CheckSettings) -> int:
         ConsoleReporter(verbose=settings.verbose),
         *file_reporters(json=settings.json, junit=settings.junit, ndjson=settings.ndjson),
     ]
-    warn(settings)
+    warn_about_secrets(settings.scheme, settings.secrets)
     try:
         summary = run_interruptibly(run_check(settings, reporters))
     except OSError as error:

@@ -26,7 +26,6 @@ from receiver.commands.options import (
     verbose_option,
 )
 from receiver.durations import POSITIVE_DURATION
-from sender_sim.commands.support import split_secrets
 
 __all__ = ["check_sender_command", "run_check_sender"]
 
@@ -149,7 +148,7 @@ def check_sender_command(
 ) -> int:
     """Judge a real webhook sender against the retry policy it declares."""
     settings = SenderCheckSettings(
-        secrets=tuple(split_secrets(secrets)),
+        secrets=secrets,
         trigger=trigger,
         scheme=scheme,
         listen=listen,

@@ -35,6 +35,7 @@ from receiver.commands.options import (
     secret_option,
     timeout_option,
     verbose_option,
+    warn_about_secrets,
 )
 from receiver.redaction import is_redacted, shown_url
 from sender_sim.urls import url_problem
@@ -218,8 +219,7 @@ def replay_command(
         f"{shown_url(settings.url or '', show_secrets=settings.show_secrets)}"
     )
     collector = _Collector()
-    for warning in settings.warnings():
-        click.echo(f"hookproof: warning: {warning}", err=True)
+    warn_about_secrets(settings.scheme, settings.secrets)
     run_interruptibly(run_check(settings, [collector]))
     verdicts = [(result, judge_replay(result)) for result in collector.results]
     for result, verdict in verdicts:

@@ -1,5 +1,6 @@
 """The options several ``hookproof`` commands share, each declared once: ``--secret``, ``--scheme``,
-``--seed``, ``--timeout``, ``--db``, ``--probe-token``, ``--max-time`` and ``--verbose``.
+``--seed``, ``--timeout``, ``--db``, ``--probe-token``, ``--max-time`` and ``--verbose``; and
+what is said about the secrets given (:func:`required_secrets`, :func:`warn_about_secrets`).
 
 Each is a factory returning a click decorator, parametrised only where a command legitimately
 differs (a default that comes from a config file, what a seed draws, which database). The scheme
@@ -9,13 +10,13 @@ choices are the scheme registry's names (:data:`receiver.signing.SCHEMES`), neve
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import click
 
 from receiver.durations import POSITIVE_DURATION
-from receiver.signing import SCHEMES
+from receiver.signing import SCHEMES, secret_warnings
 
 __all__ = [
     "PROBE_TOKEN_ENV",
@@ -23,11 +24,14 @@ __all__ = [
     "db_option",
     "max_time_option",
     "probe_token_option",
+    "required_secrets",
     "scheme_option",
     "secret_option",
     "seed_option",
+    "split_secrets",
     "timeout_option",
     "verbose_option",
+    "warn_about_secrets",
 ]
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -39,17 +43,42 @@ PROBE_TOKEN_ENV = "HOOKPROOF_PROBE_TOKEN"
 """The environment variable ``--probe-token`` falls back to."""
 
 
+def split_secrets(values: Iterable[str]) -> tuple[str, ...]:
+    """Every secret given, each value possibly holding several separated by spaces (as
+    :data:`SECRET_ENV` does)."""
+    return tuple(part for value in values for part in value.split())
+
+
+def _split_secrets(_ctx: click.Context, _param: click.Parameter, values: Any) -> tuple[str, ...]:
+    return split_secrets(values or ())
+
+
 def secret_option() -> Callable[[F], F]:
     """``--secret`` (repeatable, into the ``secrets`` parameter), falling back to
-    :data:`SECRET_ENV`."""
+    :data:`SECRET_ENV`; the command receives every secret split apart (:func:`split_secrets`)."""
     return click.option(
         "--secret",
         "secrets",
         multiple=True,
         envvar=SECRET_ENV,
+        callback=_split_secrets,
         help="Signing secret (whsec_… for standard); repeat to use several at once (rotation). "
         f"Env: {SECRET_ENV}, several separated by spaces.",
     )
+
+
+def required_secrets(secrets: tuple[str, ...]) -> tuple[str, ...]:
+    """``secrets``, or the usage error a command that cannot work without one gives."""
+    if not secrets:
+        raise click.UsageError(f"at least one --secret (or {SECRET_ENV}) is required")
+    return secrets
+
+
+def warn_about_secrets(scheme: str, secrets: Iterable[str]) -> None:
+    """Say on stderr, once and before any work, what looks wrong in the secrets a command signs
+    with under ``scheme`` (:func:`receiver.signing.secret_warnings`)."""
+    for warning in secret_warnings(scheme, tuple(secrets)):
+        click.echo(f"hookproof: warning: {warning}", err=True)
 
 
 def scheme_option(

@@ -15,7 +15,7 @@ import click
 
 from receiver.app import DEFAULT_DB, ReceiverSettings, build_verifier, create_app
 from receiver.commands.console import make_console
-from receiver.commands.options import db_option, scheme_option, secret_option
+from receiver.commands.options import db_option, required_secrets, scheme_option, secret_option
 from receiver.exceptions import ConfigurationError, ReceiverError
 from receiver.middleware import DEFAULT_MAX_BODY
 from receiver.probe import DEFAULT_PROBE_PREFIX
@@ -128,11 +128,8 @@ def receiver_command(
     log_level: str,
 ) -> None:
     """Serve the reference receiver: verify, deduplicate durably, record a demo effect."""
-    values = tuple(part for secret in secrets for part in secret.split())
-    if not values:
-        raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")
     settings = ReceiverSettings(
-        secrets=values,
+        secrets=required_secrets(secrets),
         db=db,
         path=path,
         probe_token=probe_token,

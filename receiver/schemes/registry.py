@@ -6,7 +6,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from receiver.exceptions import ConfigurationError
 from receiver.schemes.base import Scheme
@@ -14,7 +14,7 @@ from receiver.schemes.github import GitHubStyle
 from receiver.schemes.standard import StandardWebhooks, SvixWebhooks
 from receiver.schemes.stripe import StripeStyle
 
-__all__ = ["SCHEMES", "event_id_of", "redact_signatures", "scheme_named"]
+__all__ = ["SCHEMES", "event_id_of", "redact_signatures", "scheme_named", "secret_warnings"]
 
 SCHEMES: Mapping[str, Scheme] = {
     scheme.name: scheme
@@ -55,3 +55,18 @@ def event_id_of(headers: Mapping[str, str], body: bytes) -> str:
 def redact_signatures(text: str, replacement: str = "***") -> str:
     """``text`` with anything shaped like any scheme's signatures or secrets replaced."""
     return _ANY_SIGNATURE.sub(replacement, text)
+
+
+def secret_warnings(scheme_name: str, secrets: Sequence[str]) -> list[str]:
+    """What looks wrong but may be meant in the secrets a delivery is signed with under
+    ``scheme_name``: one sentence per reason, naming the secrets it applies to (``secret #1,
+    #3 does not start with 'whsec_' ...``). Nothing for an unknown scheme (refused elsewhere)."""
+    scheme = SCHEMES.get(scheme_name)
+    if scheme is None:
+        return []
+    odd: dict[str, list[int]] = {}  # the scheme's reason -> the secrets it applies to
+    for index, secret in enumerate(secrets, start=1):
+        reason = scheme.secret_warning(secret)
+        if reason is not None:
+            odd.setdefault(reason, []).append(index)
+    return ["secret " + ", ".join(f"#{i}" for i in which) + " " + why for why, which in odd.items()]

@@ -16,10 +16,11 @@ from typing import Any
 import click
 
 from receiver.commands.console import make_console, print_table
+from receiver.commands.options import warn_about_secrets
 from receiver.durations import POSITIVE_DURATION
 from receiver.redaction import shown_url
 from sender_sim.commands.options import db_option, json_option, scheme_option, secret_option
-from sender_sim.commands.support import open_store, session_clock, split_secrets
+from sender_sim.commands.support import open_store, session_clock
 from sender_sim.endpoints import settings
 from sender_sim.records import DEFAULT_ENDPOINT_TIMEOUT, Endpoint, EndpointChange, rfc3339
 from sender_sim.simulator import Simulator
@@ -82,15 +83,15 @@ def endpoints_add_command(
     db: str,
 ) -> int:
     """Add ENDPOINT_ID at URL, or change it (the setup history records either)."""
-    keys = split_secrets(secrets)
-    if not keys:
+    if not secrets:
         raise click.UsageError("an endpoint needs --secret (or HOOKPROOF_SECRET)")
+    warn_about_secrets(scheme, secrets)
     sim = _simulator(db, must_exist=False)
     try:
         endpoint = sim.add_endpoint(
             endpoint_id,
             url,
-            keys,
+            secrets,
             scheme=scheme,
             timeout=timeout,
             event_types=event_types or None,

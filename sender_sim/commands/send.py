@@ -22,7 +22,7 @@ import click
 
 from receiver.commands.console import make_console
 from receiver.commands.files import json_of, read_text
-from receiver.commands.options import timeout_option
+from receiver.commands.options import required_secrets, timeout_option, warn_about_secrets
 from receiver.redaction import shown_url
 from sender_sim.commands.options import (
     db_option,
@@ -45,7 +45,6 @@ from sender_sim.commands.support import (
     parse_deadline,
     run_deliveries,
     session_clock,
-    split_secrets,
 )
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import FaultPlan
@@ -163,9 +162,8 @@ def send_command(
     0 delivered, 1 dead-lettered, 2 usage or configuration error.
     """
     check_url(url)
-    keys = split_secrets(secrets)
-    if not keys:
-        raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")
+    keys = required_secrets(secrets)
+    warn_about_secrets(scheme, keys)
     spec = load_event_file(event_file) if event_file else EventSpec()
     plan = FaultPlan.parse(faults, seed=seed)
     policy = _policy(policy_name, policy_file, timeout)

@@ -66,7 +66,6 @@ __all__ = [
     "run_deliveries",
     "sending_secrets",
     "session_clock",
-    "split_secrets",
     "step_deliveries",
     "store_time",
     "transition_text",
@@ -102,14 +101,9 @@ def check_url(url: str, what: str = "URL") -> None:
         raise click.UsageError(f"{what} {shown_url(url)!r} cannot be used: {problem}")
 
 
-def split_secrets(values: Iterable[str]) -> tuple[str, ...]:
-    """Every secret given, each option value possibly holding several separated by spaces."""
-    return tuple(part for value in values for part in value.split())
-
-
 def sending_secrets(values: Iterable[str], *, queue_only: bool, what: str) -> tuple[str, ...]:
     """The secrets to send ``what`` with; none is a usage error unless ``--queue-only``."""
-    keys = split_secrets(values)
+    keys = tuple(values)
     if not queue_only and not keys:
         raise click.UsageError(
             f"sending the {what} needs --secret (or HOOKPROOF_SECRET); "

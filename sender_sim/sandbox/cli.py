@@ -26,6 +26,7 @@ import click
 import uvicorn
 
 from receiver.commands.console import make_console
+from receiver.commands.options import required_secrets, warn_about_secrets
 from receiver.redaction import shown_url
 from receiver.server import LOOPBACK, bind_socket, server_config
 from sender_sim.commands.options import (
@@ -43,7 +44,6 @@ from sender_sim.commands.support import (
     open_store,
     parse_duration,
     session_clock,
-    split_secrets,
 )
 from sender_sim.exceptions import ConfigurationError
 from sender_sim.faults import Fault
@@ -162,9 +162,8 @@ def sandbox_command(
     Commands are read from standard input; type `help`. `quit` or end of input leaves.
     """
     check_url(url, "--forward-to")
-    keys = split_secrets(secrets)
-    if not keys:
-        raise click.UsageError("at least one --secret (or HOOKPROOF_SECRET) is required")
+    keys = required_secrets(secrets)
+    warn_about_secrets(scheme, keys)
     default_deadline = parse_duration(deadline)
     if default_deadline <= timedelta(0):
         raise ConfigurationError(f"--deadline {deadline!r} must be a positive duration")

@@ -38,7 +38,6 @@ from sender_sim.commands.support import (
     parse_fields,
     run_deliveries,
     session_clock,
-    split_secrets,
     store_time,
     transition_text,
 )
@@ -46,7 +45,6 @@ from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.records import LedgerRow, State
 
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
-OTHER_SECRET = "whsec_" + base64.b64encode(bytes(range(32, 64))).decode()
 NOW = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
 
 
@@ -163,10 +161,6 @@ def test_fields_parse_json_values_and_keep_strings() -> None:
     }
     with pytest.raises(ConfigurationError, match="key=value"):
         parse_fields(["novalue"])
-
-
-def test_secrets_split_on_spaces() -> None:
-    assert split_secrets([f"{SECRET} {OTHER_SECRET}", SECRET]) == (SECRET, OTHER_SECRET, SECRET)
 
 
 # -- store and clock ---------------------------------------------------------------------------
