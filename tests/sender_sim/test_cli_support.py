@@ -45,6 +45,7 @@ from sender_sim.exceptions import ConfigurationError, StoreError
 from sender_sim.records import LedgerRow, State
 
 SECRET = "whsec_" + base64.b64encode(bytes(range(32))).decode()
+OTHER_SECRET = "whsec_" + base64.b64encode(bytes(range(32, 64))).decode()
 NOW = datetime(2026, 8, 13, 9, 0, tzinfo=UTC)
 
 
