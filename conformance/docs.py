@@ -116,5 +116,5 @@ def _scenario_section(s: Scenario) -> list[str]:
 
 def _graded(expectation: Expectation) -> str:
     """``, graded should`` for an expectation that grades its own failures."""
-    severity = expectation.args.get("severity")
-    return f", graded `{severity}`" if severity else ""
+    severity = expectation.severity
+    return f", graded `{severity.value}`" if severity else ""

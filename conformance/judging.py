@@ -3,7 +3,8 @@ refusal code as a convention.
 
 :func:`judge` is what a harness calls for each receiver-side expectation. Most expectations go to
 their check (:data:`conformance.checks.RECEIVER_CHECKS`) and a failure takes the scenario's
-severity. A status expectation that names one exact refusal code (see
+severity, or the expectation's own where it declares one (a ``should`` inside a ``must``
+scenario). A status expectation that names one exact refusal code (see
 :func:`conformance.answers.refusal_of`) is judged in two parts: the *guarantee* — the delivery is
 refused with a 4xx other than 410, never accepted, never a 5xx, never left unanswered — at the
 scenario's severity; and the *convention* — the exact code — ``should``, unless the platform
@@ -121,5 +122,5 @@ async def judge(run: WireRun, scenario: Scenario, expectation: Expectation) -> V
         return await _judge_refusal(run, scenario, expectation, refusal)
     verdict = await RECEIVER_CHECKS[expectation.check](run, expectation)
     if isinstance(verdict, Failure) and verdict.severity is None:
-        return replace(verdict, severity=scenario.severity)
+        return replace(verdict, severity=expectation.severity or scenario.severity)
     return verdict

@@ -134,6 +134,13 @@ class Expectation:
     def describe(self) -> str:
         return self.says or self.check
 
+    @property
+    def severity(self) -> Severity | None:
+        """The severity this expectation grades its own failures with (``severity=`` among its
+        arguments: a ``should`` inside a ``must`` scenario), or ``None``: the scenario's."""
+        graded = self.args.get("severity")
+        return None if graded is None else Severity(graded)
+
 
 def step(action: str, /, **args: Any) -> Step:
     """A :class:`Step` with read-only arguments."""

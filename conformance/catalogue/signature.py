@@ -285,8 +285,11 @@ SCENARIOS: tuple[Scenario, ...] = (
         title="A webhook header repeated with another value",
         guarantee="After a genuine delivery, copies of it with one webhook header sent twice "
         "(the genuine value and another: another id, timestamp or signature; first or last) "
-        "are never answered 5xx and never applied again, under either id — a receiver that "
-        "verifies one value and deduplicates on the other applies a replay twice.",
+        "are never answered 5xx and never applied again under the genuine id; applying one "
+        "under the other id (verified with one value, deduplicated on the other) is a should: "
+        "it takes a captured request replayed within the tolerance, and the standardwebhooks "
+        "and svix Python libraries given Starlette's request.headers verify the last value "
+        "where request.headers[...] reads the first.",
         severity=Severity.MUST,
         tags=RC,
         steps=(
@@ -302,7 +305,13 @@ SCENARIOS: tuple[Scenario, ...] = (
                 allowed=("2xx", "4xx"),
             ),
             APPLIED_ONCE,
-            expect("effects", "the probe shows no effect under the other id", event="b", equals=0),
+            expect(
+                "effects",
+                "the probe shows no effect under the other id",
+                event="b",
+                equals=0,
+                severity=Severity.SHOULD.value,
+            ),
         ),
     ),
     Scenario(

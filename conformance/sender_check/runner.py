@@ -32,7 +32,7 @@ from conformance.events import (
     ScenarioStarted,
 )
 from conformance.exceptions import UsageError
-from conformance.model import Harness, Scenario, Severity, Side
+from conformance.model import Harness, Scenario, Side
 from conformance.reporters import Reporter
 from conformance.results import Failure, Outcome, ScenarioResult, Summary
 from conformance.sender_check.declared import Declared, resolve_policy
@@ -232,14 +232,13 @@ class SenderHarness:
         reproduce = timeline(requests)
         failures = []
         for expectation in scenario.expectations_of(Side.SENDER):
-            graded = expectation.args.get("severity")
             problems = X_CHECKS[expectation.check](history)
             failures += [
                 Failure(
                     expectation.describe(),
                     problem.observed,
                     reproduce,
-                    None if graded is None else Severity(graded),
+                    expectation.severity,
                     evidence=tuple(
                         line
                         for line, request in enumerate(requests)

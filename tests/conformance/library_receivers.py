@@ -53,7 +53,9 @@ def _standard(
             event_id = headers.get("webhook-id", "")
             for hook in hooks:
                 try:
-                    hook.verify(body, dict(headers))  # type: ignore[attr-defined]
+                    # the request's headers as they are, as the READMEs show: for a repeated
+                    # name the library keeps the last value, headers.get() the first
+                    hook.verify(body, headers)  # type: ignore[attr-defined]
                 except caught:
                     continue
                 if not _valid_id(event_id):

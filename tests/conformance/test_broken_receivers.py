@@ -30,6 +30,7 @@ HARDENING_ONLY = frozenset(
         "no-body-limit",
         "body-limit-500",
         "case-insensitive-compare",
+        "dedupes-on-last-id",
     }
 )
 """Bugs that break a recommendation (a ``should``), not a guarantee."""

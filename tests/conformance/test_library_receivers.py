@@ -55,6 +55,20 @@ def test_a_receiver_built_from_the_documented_sample_passes_every_must(name: str
     assert len(ran) >= len(CATALOGUE.tagged(Harness.R)) // 2
 
 
+@pytest.mark.parametrize("name", ["standardwebhooks", "svix"])
+def test_a_replay_under_a_repeated_id_is_a_should_for_the_documented_libraries(name: str) -> None:
+    """Given Starlette's request.headers, as the READMEs show, both libraries verify the last
+    value of a repeated webhook-id while headers.get() dedupes on the first: the replay is
+    applied under the other id. Graded should (docs/conformance.md, Repeated headers)."""
+    results = _run(name, select=("signature.repeated-headers",))
+    result = results["signature.repeated-headers"]
+    assert result.outcome is Outcome.FAILED
+    assert [(f.expected, f.severity) for f in result.failures] == [
+        ("the probe shows no effect under the other id", Severity.SHOULD)
+    ]
+    assert not result.breaks_must
+
+
 @pytest.mark.parametrize(("name", "must_fail"), sorted(LIBRARY_MUST_FAIL.items()))
 def test_a_sample_copied_to_the_letter_is_caught(name: str, must_fail: frozenset[str]) -> None:
     results = _run(name, select=tuple(sorted(must_fail)))
