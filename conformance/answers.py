@@ -25,6 +25,7 @@ __all__ = [
     "PRESETS",
     "REFUSALS",
     "RETRY_LATER",
+    "SIGNED_BAD_BODY",
     "UNSIGNED_ID",
     "Answers",
     "refusal_of",
@@ -40,6 +41,7 @@ REFUSALS: Mapping[str, str] = {
     "stale_timestamp": "the signed timestamp is outside the tolerance (or replayed after it)",
     "in_flight": "a copy arrives while another copy of the same event is being handled",
     "unsigned_id": "an authentic delivery's unsigned event-id header (X-GitHub-Delivery) is broken",
+    "signed_bad_body": "a correctly signed body is not UTF-8 or not JSON",
 }
 """Every refusal class and what triggers it."""
 
@@ -51,6 +53,11 @@ IN_FLIGHT = "in_flight"
 UNSIGNED_ID = "unsigned_id"
 """The refusal class of an authentic delivery whose unsigned id header is broken: it may be
 accepted (the signature holds) or refused with a 4xx — which, is a convention."""
+
+SIGNED_BAD_BODY = "signed_bad_body"
+"""The refusal class of a correctly signed body that is not UTF-8 or not JSON: only the secret's
+holder can send it, so it may be accepted (Go's encoding/json and Ruby's JSON take invalid UTF-8)
+or refused with a 4xx — which, is a convention."""
 
 RETRY_LATER: tuple[int, ...] = (409, 423, 425, 429, 503)
 """The answers that tell every sender to try an in-flight copy again later (409 Conflict,
@@ -68,6 +75,7 @@ PRESETS: Mapping[str, Mapping[str, tuple[int, ...]]] = {
         "stale_timestamp": (401,),
         "in_flight": (503,),
         "unsigned_id": (400,),
+        "signed_bad_body": (400,),
     },
 }
 """Named conventions: ``stripe`` (what Stripe's, Svix's and Standard Webhooks' samples answer:

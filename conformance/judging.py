@@ -12,14 +12,15 @@ declared the codes its sender relies on (:mod:`conformance.answers`), which make
 the scenario. A copy that arrives while another is in flight (the ``in_flight`` class) is judged
 the same way, with its own guarantee: answered 2xx, or asked to come back later (409, 423, 425,
 429 or 503), never another 5xx, a 410 or nothing; so is an authentic delivery whose unsigned id
-header is broken: accepted or refused with a 4xx, never a 5xx, a 410 or nothing.
+header is broken, and a correctly signed body that is not UTF-8 or not JSON: accepted or refused
+with a 4xx, never a 5xx, a 410 or nothing.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from conformance.answers import IN_FLIGHT, RETRY_LATER, UNSIGNED_ID, refusal_of
+from conformance.answers import IN_FLIGHT, RETRY_LATER, SIGNED_BAD_BODY, UNSIGNED_ID, refusal_of
 from conformance.checks import RECEIVER_CHECKS, Unjudged, mark_cause, status_matches
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
@@ -60,6 +61,11 @@ _GUARANTEES = {
         _answered,
         "answered 2xx (the signature holds) or refused with a 4xx (not 410); never a 5xx, "
         "always answered",
+    ),
+    SIGNED_BAD_BODY: (
+        _answered,
+        "answered 2xx (correctly signed: only the secret's holder sends it) or refused with a "
+        "4xx (not 410); never a 5xx, always answered",
     ),
 }
 """The guarantee of a refusal class, where it is not that of bad input (refused with a 4xx)."""

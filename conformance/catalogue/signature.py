@@ -50,6 +50,45 @@ def _fuzzed(
     )
 
 
+def _bad_body(kind: str, words: str, accepted_by: str) -> Scenario:
+    return Scenario(
+        id=f"signature.body-{kind}",
+        title=f"Body that is {words} (signed and unsigned)",
+        guarantee=f"A body that is {words} under the genuine body's signature is refused with a "
+        "4xx, never a 5xx, and never applied. Correctly signed, it came from the secret's "
+        "holder: it is never answered 5xx and applied at most once, and refusing it with a 4xx "
+        f"is the convention (should; {accepted_by}).",
+        severity=Severity.MUST,
+        tags=RC,
+        steps=(
+            step("deliver_fuzzed", event="a", label="unsigned", kind=kind),
+            step("deliver_fuzzed", event="b", label="signed", kind=kind, signed=True),
+        ),
+        expectations=(
+            expect(
+                "status",
+                "every answer to a body the signature does not cover is 4xx",
+                label="unsigned",
+                allowed=("4xx",),
+            ),
+            NOT_APPLIED,
+            expect(
+                "status",
+                "every answer to a correctly signed one is 4xx",
+                label="signed",
+                allowed=("4xx",),
+                refusal="signed_bad_body",
+            ),
+            expect(
+                "effects",
+                "the probe shows at most 1 effect for the signed event",
+                event="b",
+                at_most=1,
+            ),
+        ),
+    )
+
+
 def _then_genuine(slug: str, title: str, words: str, mutation: str) -> Scenario:
     return Scenario(
         id=f"signature.{slug}-then-genuine",
@@ -194,20 +233,8 @@ SCENARIOS: tuple[Scenario, ...] = (
         severity=Severity.SHOULD,
         schemes=CASE_SENSITIVE_SIGNATURES,
     ),
-    _fuzzed(
-        "body-not-utf8",
-        "Body that is not UTF-8 (signed and unsigned)",
-        "A body that is not UTF-8, correctly signed or not, is refused with a 4xx, never a 5xx, "
-        "and never applied.",
-        "not-utf8",
-    ),
-    _fuzzed(
-        "body-not-json",
-        "Body that is not JSON (signed and unsigned)",
-        "A body that is not JSON, correctly signed or not, is refused with a 4xx, never a 5xx, "
-        "and never applied.",
-        "not-json",
-    ),
+    _bad_body("not-utf8", "not UTF-8", "Go's encoding/json and Ruby's JSON take invalid UTF-8"),
+    _bad_body("not-json", "not JSON", "a receiver that queues the raw bytes never parses them"),
     _fuzzed(
         "body-odd-json",
         "Unsigned JSON of any shape or depth",

@@ -10,13 +10,16 @@ written (``signature_with``); this module adds the junk every header of a role g
 Every case is one no genuine sender produces *and* from which no lenient parser can recover the
 genuine signature: values are garbage, signatures of the wrong length or of another key, or the
 signed content is changed. So the one right answer to each is a 4xx (never a 5xx, never applied),
-whatever the receiver's parser tolerates. Cases are data — a name and the request's headers and
-body — built by :func:`header_cases`, :func:`wrong_length_cases`, :func:`truncated_cases`,
-:func:`case_swapped_cases`, :func:`body_cases`, :func:`odd_json_cases` and
-:func:`repeated_cases`. A repeated header is
-the one case whose right answer may be a 2xx: the genuine copy was already delivered, so a
-receiver that reads one of the values and recognises the duplicate keeps every guarantee; the
-must is that no second effect appears (under either id) and that nothing answers 5xx.
+whatever the receiver's parser tolerates. Two kinds of case are the exceptions. A correctly
+signed body that is not UTF-8 or not JSON came from the secret's holder, so accepting it breaks
+no guarantee (refusing it is the convention, ``signed_bad_body``). And a repeated header: the
+genuine copy was already delivered, so a receiver that reads one of the values and recognises
+the duplicate keeps every guarantee; the must is that no second effect appears under the genuine
+id and that nothing answers 5xx.
+
+Cases are data — a name and the request's headers and body — built by :func:`header_cases`,
+:func:`wrong_length_cases`, :func:`truncated_cases`, :func:`case_swapped_cases`,
+:func:`body_cases`, :func:`odd_json_cases` and :func:`repeated_cases`.
 """
 
 from __future__ import annotations
@@ -163,18 +166,22 @@ def case_swapped_cases(
 
 
 def body_cases(
-    headers: Mapping[str, str], body: bytes, sign: Signer, *, kind: str
+    headers: Mapping[str, str], body: bytes, sign: Signer, *, kind: str, signed: bool
 ) -> list[FuzzCase]:
-    """Bodies that are not UTF-8 (``kind="not-utf8"``) or not JSON (``kind="not-json"``), each
-    once correctly signed and once under the genuine body's signature."""
+    """Bodies that are not UTF-8 (``kind="not-utf8"``) or not JSON (``kind="not-json"``),
+    correctly signed (``signed``) or under the genuine body's signature."""
     genuine = {k: v.encode("latin-1") for k, v in headers.items()}
     bodies = [NOT_UTF8, b"\xff" + body] if kind == "not-utf8" else [NOT_JSON, TRUNCATED, b""]
-    cases = []
-    for index, bad in enumerate(bodies):
-        signed = {k: v.encode("latin-1") for k, v in sign(bad).items()}
-        cases.append(FuzzCase(f"{kind}#{index}:signed", {**genuine, **signed}, bad))
-        cases.append(FuzzCase(f"{kind}#{index}:unsigned", genuine, bad))
-    return cases
+    if not signed:
+        return [FuzzCase(f"{kind}#{i}:unsigned", genuine, bad) for i, bad in enumerate(bodies)]
+    return [
+        FuzzCase(
+            f"{kind}#{i}:signed",
+            {**genuine, **{k: v.encode("latin-1") for k, v in sign(bad).items()}},
+            bad,
+        )
+        for i, bad in enumerate(bodies)
+    ]
 
 
 def odd_json_cases(headers: Mapping[str, str]) -> list[FuzzCase]:

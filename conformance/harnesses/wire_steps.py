@@ -59,11 +59,11 @@ async def _deliver(run: WireRun, args: Mapping[str, Any]) -> None:
 
 
 def _fuzz_cases(
-    run: WireRun, event: EventOnWire, kind: str, extra: int, other: str
+    run: WireRun, event: EventOnWire, kind: str, extra: int, other: str, signed_body: bool
 ) -> list[FuzzCase]:
     """The structure-aware cases of ``kind`` for ``event`` under the run's scheme (plus
     ``extra`` seeded random ones for ``headers``; ``other`` names the event whose id a repeated
-    id header carries)."""
+    id header carries; ``signed_body``: bodies signed correctly, not under the genuine one's)."""
     scheme = run.options.scheme
     good = run.signed(event)
     plain = run.options.request_headers.names  # the content type, X-GitHub-Event …
@@ -95,7 +95,7 @@ def _fuzz_cases(
         secret = scheme.secrets[0]
         return scheme.sign(body, event_id=event.event_id, timestamp=stamp, secrets=[secret])
 
-    return body_cases(signed, event.body, sign, kind=kind)
+    return body_cases(signed, event.body, sign, kind=kind, signed=signed_body)
 
 
 @action("deliver_fuzzed")
@@ -105,13 +105,15 @@ async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     values), ``unsigned-id`` (the same for the headers it does not cover), ``wrong-length``,
     ``truncated`` (a prefix of the genuine signature), ``case-swapped`` (the genuine signature
     with its letters' case swapped),
-    ``not-utf8`` or ``not-json`` (bodies, signed and unsigned), ``odd-json`` (unsigned JSON of
+    ``not-utf8`` or ``not-json`` (bodies under the genuine signature, or correctly signed with
+    ``signed=True``), ``odd-json`` (unsigned JSON of
     a shape or depth no event has), or ``repeated`` (each webhook
     header twice, the second value's id being event ``other``'s)."""
     event = run.event(args["event"])
     kind = str(args.get("kind", "headers"))
     other = str(args.get("other", f"{args['event']}-other"))
-    for case in _fuzz_cases(run, event, kind, int(args.get("cases", 0)), other):
+    signed = bool(args.get("signed", False))
+    for case in _fuzz_cases(run, event, kind, int(args.get("cases", 0)), other, signed):
         run.sensitive.update(
             run.options.scheme.signatures_of(
                 {k: v.decode("latin-1") for k, v in case.headers.items()}

@@ -108,11 +108,16 @@ def test_bad_bodies_come_signed_and_unsigned() -> None:
         return wire.sign(bad, event_id="evt_1", timestamp=1_700_000_000)
 
     for kind in ("not-utf8", "not-json"):
-        cases = body_cases(headers, body, sign, kind=kind)
-        assert {c.name.rpartition(":")[2] for c in cases} == {"signed", "unsigned"}
-        signed = [c for c in cases if c.name.endswith(":signed")]
-        assert all(c.headers["webhook-signature"] != headers["webhook-signature"] for c in signed)
-    utf8 = body_cases(headers, body, sign, kind="not-utf8")
+        for signed in (False, True):
+            cases = body_cases(headers, body, sign, kind=kind, signed=signed)
+            assert cases
+            assert {c.name.rpartition(":")[2] for c in cases} == {
+                "signed" if signed else "unsigned"
+            }
+            genuine = headers["webhook-signature"].encode()
+            kept = [c.headers["webhook-signature"] == genuine for c in cases]
+            assert all(kept) is not signed and any(kept) is not signed
+    utf8 = body_cases(headers, body, sign, kind="not-utf8", signed=True)
     with pytest.raises(UnicodeDecodeError):
         utf8[0].body.decode("utf-8")
 
@@ -123,8 +128,9 @@ def test_the_empty_body_is_among_the_bodies_that_are_not_json() -> None:
     def sign(bad: bytes) -> dict[str, str]:
         return wire.sign(bad, event_id="evt_1", timestamp=1_700_000_000)
 
-    empty = [c for c in body_cases(headers, body, sign, kind="not-json") if c.body == b""]
-    assert sorted(c.name.rpartition(":")[2] for c in empty) == ["signed", "unsigned"]
+    for signed in (False, True):
+        cases = body_cases(headers, body, sign, kind="not-json", signed=signed)
+        assert [c.body for c in cases].count(b"") == 1
 
 
 @pytest.mark.parametrize("scheme", sorted(SCHEMES))

@@ -79,7 +79,7 @@ JAVA_MUST_FAIL: dict[str, frozenset[str]] = {
     "ack-before-commit": frozenset(
         {"response.ack-after-commit", "idempotency.sequential-duplicate"}
     ),
-    "async-ack": frozenset({"response.ack-after-commit", "signature.body-not-json"}),
+    "async-ack": frozenset({"response.ack-after-commit"}),
     "dup-500": frozenset({"idempotency.sequential-duplicate", "idempotency.late-duplicate"}),
     "short-ttl-dedupe": frozenset({"idempotency.late-duplicate"}),
 }

@@ -40,7 +40,7 @@
 //	                     time.Duration's nanoseconds: no timestamp is ever too old
 //	prefix-compare       hmac.Equal(got, expected[:len(got)]): a truncated signature matches
 //	utf8-unchecked       trusts json.Unmarshal to refuse a body that is not UTF-8 (it does not:
-//	                     invalid bytes become U+FFFD and the event is applied)
+//	                     invalid bytes become U+FFFD and a signed one is applied: a should)
 //	ctx-abandon          does the work under the request's context (as a database call given
 //	                     r.Context() does) after recording the id: a sender that hangs up
 //	                     cancels it, and the event stays in flight, never applied
