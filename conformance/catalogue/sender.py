@@ -166,6 +166,19 @@ SCENARIOS: tuple[Scenario, ...] = (
         DELAYS,
     ),
     _scenario(
+        "retry-after-503",
+        "Retry-After on a 503 honoured",
+        "After 503 with Retry-After in seconds, no attempt arrives before the announced time, "
+        "when the declared policy honours Retry-After on the statuses it retries (a policy "
+        "file's default). A should: RFC 9110 defines Retry-After for 503, but the webhook specs "
+        "ask a sender to honour it on 429 only, and many platforms do no more.",
+        (answer(503, retry_after="seconds"), answer(200)),
+        _x("retry_after", "no attempt before the announced Retry-After"),
+        POLICY,
+        DELAYS,
+        severity=Severity.SHOULD,
+    ),
+    _scenario(
         "no-retry-after-2xx",
         "No retry after a 2xx",
         "A 2xx answer ends the delivery: no attempt follows it.",

@@ -28,6 +28,7 @@ __all__ = [
     "X_IDS",
     "ZooSender",
     "assert_aimed_failures",
+    "assert_fails_at_should",
     "assert_passes_every_scenario",
     "assert_redirect_fails_at_should",
     "assert_signature_fails_alone",
@@ -200,14 +201,26 @@ def assert_signature_fails_alone(scenarios: dict[str, dict[str, Any]]) -> None:
     }, scenarios
 
 
-def assert_redirect_fails_at_should(
-    code: int, scenarios: dict[str, dict[str, Any]], should_fail: frozenset[str]
-) -> None:
-    """The sender followed attempt 1's 307: a ``should`` failure each, and the run exits 0."""
+def assert_fails_at_should(
+    code: int, scenarios: dict[str, dict[str, Any]], should_fail: frozenset[str], observed: str
+) -> list[dict[str, Any]]:
+    """Each of ``should_fail`` fails once, at ``should``, saying ``observed``; the run exits 0.
+    The failures, for more checks of their own."""
     assert code == 0  # only should-level expectations failed
+    failures = []
     for scenario_id in should_fail:
         scenario = scenarios[scenario_id]
         assert (scenario["outcome"], scenario["severity"]) == ("failed", "should"), scenario
         (failure,) = scenario["failures"]
-        assert "followed attempt 1's 307 to its Location" in failure["observed"]
+        assert observed in failure["observed"], failure
+        failures.append(failure)
+    return failures
+
+
+def assert_redirect_fails_at_should(
+    code: int, scenarios: dict[str, dict[str, Any]], should_fail: frozenset[str]
+) -> None:
+    """The sender followed attempt 1's 307: a ``should`` failure each, and the run exits 0."""
+    followed = "followed attempt 1's 307 to its Location"
+    for failure in assert_fails_at_should(code, scenarios, should_fail, followed):
         assert "redirect of attempt 1 followed to /s/" in failure["reproduce"]

@@ -15,6 +15,7 @@
 // | backoff-not-awaited | `sleep(backoff)` without await (Retry-After's sleep is awaited): no backoff |
 // | ignore-retry-after  | never reads Retry-After: follows its own backoff on 429                     |
 // | retry-after-int     | parseInt(Retry-After) only: an HTTP date is NaN and ignored                 |
+// | retry-after-429-only| reads Retry-After on 429 only: a 503's is ignored                          |
 // | no-timeout          | no request timeout: waits as long as a silent receiver keeps the socket     |
 // | timeout-not-aborted | Promise.race with a timer: retries on time but never closes the old request |
 // | follow-redirects    | follows a 3xx Location (re-POSTs the signed body to wherever it points)     |
@@ -52,6 +53,7 @@ const BUGS = {
   "backoff-not-awaited": "the backoff sleep is not awaited",
   "ignore-retry-after": "Retry-After is never read",
   "retry-after-int": "Retry-After parsed with parseInt only: HTTP dates ignored",
+  "retry-after-429-only": "Retry-After read on 429 only, a 503's ignored",
   "no-timeout": "no request timeout",
   "timeout-not-aborted": "the timed-out request is left open",
   "follow-redirects": "3xx Location followed",
@@ -230,7 +232,9 @@ async function deliver(variant, message) {
     }
     if (attempt === maxAttempts) break;
     const backoffS = backoffSeconds(attempt);
-    const retryAfter = outcome.kind === "status" ? retryAfterSeconds(bug, outcome.headers) : null;
+    const readsRetryAfter =
+      outcome.kind === "status" && (bug !== "retry-after-429-only" || outcome.status === 429);
+    const retryAfter = readsRetryAfter ? retryAfterSeconds(bug, outcome.headers) : null;
     const waitS = retryAfter === null ? backoffS : Math.max(backoffS, retryAfter);
     const waitMs = bug === "delay-in-seconds" ? waitS : waitS * 1000;
     if (bug === "backoff-not-awaited" && retryAfter === null) sleep(waitMs);
