@@ -4,9 +4,10 @@ The floor is the same number of HTTP requests (webhooks and probe reads alike, c
 event hook during the catalogue run) sent one after another by a bare ``httpx.AsyncClient`` to a
 bare Starlette endpoint that answers 200, both served by uvicorn on loopback in this same run.
 The catalogue's client is the runner's own kind (``sender_client``: no cookie jar, the quick
-idle-connection check of ``sender_sim.network_backend``), the floor's a bare one; each side's
-client is built before its clock starts (TLS context set-up is neither side's
-work), and the catalogue runs with ``--patience 0`` (real-time patience is the user's choice,
+idle-connection check and linear pool bookkeeping of ``sender_sim.connection_pool``), the
+floor's a bare one (it keeps one connection, so neither would change its figure); each side's
+client is built before its clock starts (TLS context set-up is neither side's work), and the
+catalogue runs with ``--patience 0`` (real-time patience is the user's choice,
 excluded from the figure). The ratio says what the runner costs on top of HTTP itself: signing,
 scenario bookkeeping, the sender simulator's virtual-time scheduling and the reference receiver's
 durable SQLite commits (``synchronous=FULL``). Target: ≤ 1.5× (issues 9 and 14).
@@ -48,7 +49,7 @@ from conformance.events import Event, RunFinished
 from conformance.session import run_check
 from receiver.app import ReceiverSettings, create_app
 from receiver.server import running_server
-from sender_sim.network_backend import install
+from sender_sim.connection_pool import install
 from sender_sim.sender_client import sender_client
 
 ROUNDS = 7

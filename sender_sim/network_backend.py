@@ -11,9 +11,8 @@ request; so does a sender that keeps connections to many endpoints alive. The st
 their socket once, when the connection is made, and keep a ``poll`` object registered on it:
 the same answer (readable or gone), for one system call. Everything else is anyio's.
 
-:func:`install` puts this backend under an ``httpx.AsyncHTTPTransport``; httpx offers no public
-way to pass one, so it is set on the transport's pool, and a transport whose pool is not the
-shape this module knows keeps httpcore's own backend (correct, only slower).
+:func:`sender_sim.connection_pool.install` puts this backend under an
+``httpx.AsyncHTTPTransport``'s pool (where ``select.poll`` exists: :data:`QUICK_CHECK_AVAILABLE`).
 """
 
 # ruff: noqa: ASYNC109 (the ``timeout`` parameters are httpcore's interface, passed through)
@@ -27,11 +26,12 @@ from collections.abc import Iterable
 from typing import Any
 
 import httpcore
-import httpx
 
-__all__ = ["QuickLivenessBackend", "install"]
+__all__ = ["QUICK_CHECK_AVAILABLE", "QuickLivenessBackend"]
 
 _POLL = getattr(select, "poll", None)  # absent on Windows: httpcore's own check is kept there
+QUICK_CHECK_AVAILABLE = _POLL is not None
+"""Whether this platform has the ``poll`` the quick check is made of."""
 
 
 class _QuickLivenessStream(httpcore.AsyncNetworkStream):
@@ -101,15 +101,3 @@ class QuickLivenessBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await self._backend.sleep(seconds)
-
-
-def install(transport: httpx.AsyncHTTPTransport) -> bool:
-    """Put :class:`QuickLivenessBackend` under ``transport``'s pool; whether it could."""
-    pool = getattr(transport, "_pool", None)
-    if _POLL is None or type(pool) is not httpcore.AsyncConnectionPool:
-        return False  # a proxy's pool, or an httpx whose transport is laid out otherwise
-    backend = getattr(pool, "_network_backend", None)
-    if not isinstance(backend, httpcore.AsyncNetworkBackend):
-        return False
-    pool._network_backend = QuickLivenessBackend(backend)  # no public way: see above
-    return True

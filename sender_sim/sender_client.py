@@ -10,10 +10,11 @@ nothing (a ``Cookie`` header given explicitly, e.g. by ``hookproof check --heade
 sent as given). Not parsing ``Set-Cookie`` also spares every answer a cookie-jar round through
 ``urllib`` and ``email.message``.
 
-Unless a transport is given (an app in process, a scripted one), the client's transport opens its
-connections through :mod:`sender_sim.network_backend`, whose check that an idle kept-alive
-connection is still open costs one ``poll`` instead of httpcore's rebuilding of the socket's
-attributes, on every connection of the pool, at every request.
+Unless a transport is given (an app in process, a scripted one), the client's transport has the
+pool of :mod:`sender_sim.connection_pool`: httpcore's, whose bookkeeping at every request is
+linear in its connections instead of quadratic, and whose check that an idle kept-alive
+connection is still open costs one ``poll`` (:mod:`sender_sim.network_backend`) instead of
+httpcore's rebuilding of the socket's attributes, on every connection of the pool.
 
 Every client that sends deliveries is built here: the simulator's default client, the sender
 commands' :func:`~sender_sim.commands.support.delivery_client`, and the conformance runner's.
@@ -26,7 +27,7 @@ from typing import Any
 
 import httpx
 
-from sender_sim.network_backend import install
+from sender_sim.connection_pool import install
 
 __all__ = ["NoCookies", "sender_client"]
 

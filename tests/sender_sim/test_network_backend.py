@@ -10,11 +10,10 @@ import contextlib
 import ssl
 from dataclasses import dataclass, field
 
-import httpcore
 import httpx
 import pytest
 
-from sender_sim.network_backend import QuickLivenessBackend, install
+from sender_sim.network_backend import QuickLivenessBackend
 from sender_sim.sender_client import sender_client
 from tests.tls_support import self_signed
 
@@ -95,12 +94,6 @@ def test_every_client_built_without_a_transport_gets_the_quick_backend() -> None
     assert isinstance(asyncio.run(backend_of(sender_client())), QuickLivenessBackend)
     mocked = sender_client(transport=httpx.MockTransport(lambda request: httpx.Response(200)))
     assert asyncio.run(backend_of(mocked)) is None  # a given transport is left as it is
-
-
-def test_a_proxy_pool_is_left_with_httpcore_s_own_backend() -> None:
-    transport = httpx.AsyncHTTPTransport(proxy="http://127.0.0.1:9")
-    assert install(transport) is False
-    assert isinstance(getattr(transport, "_pool", None), httpcore.AsyncHTTPProxy)
 
 
 @pytest.mark.parametrize("secure", [False, True], ids=["tcp", "tls"])
