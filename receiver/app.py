@@ -33,7 +33,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from receiver.demo_effect import Reminders, reminders_for
+from receiver.demo_effect import Reminders, reminder_text, reminders_for
 from receiver.exceptions import ConfigurationError, InboxUnavailable, InvalidPayload
 from receiver.health import inbox_problem
 from receiver.inbox.contract import DEFAULT_LEASE, Clock, Inbox, utc_now
@@ -163,7 +163,8 @@ def create_app(
             return JSONResponse({"event_id": delivery.event_id, "demo": event_type}, fixed)
         data = document.get("data")
         renewal = data.get("renewal_id") if isinstance(data, dict) else None
-        renewal_id = None if renewal is None else str(renewal)
+        renewal_id = None if renewal is None else reminder_text(str(renewal))
+        event_type = reminder_text(event_type)
         reminders = opened.current_reminders()
         if settings.transactional:
             delivery.add_work(reminders.work(delivery.event_id, renewal_id, event_type))

@@ -9,6 +9,10 @@ and tests (and the probe's ``effects``) can see it. Three stores, one per inbox 
 * :class:`SqliteReminders` — a table in the inbox's own SQLite file;
 * :class:`PostgresReminders` — a table next to the PostgreSQL inbox (same schema).
 
+The type and renewal id are stored as :func:`reminder_text` gives them: PostgreSQL's ``text``
+cannot hold U+0000, which valid JSON may carry (``"\\u0000"``), and a genuine event must not be
+refused on every retry for it; every store holds the same row.
+
 ``work(...)`` returns the transactional work that writes the row through the inbox's commit
 transaction (exactly-once effect); ``apply_directly(...)`` writes it outside that transaction (the
 non-transactional mode: at-least-once, deduplicated by the inbox). ``count(event_id)`` is what the
@@ -17,7 +21,6 @@ probe reports as ``effects``.
 
 from __future__ import annotations
 
-import sqlite3
 from typing import TYPE_CHECKING, Any, Protocol
 
 from starlette.concurrency import run_in_threadpool
@@ -26,6 +29,7 @@ from receiver.exceptions import ConfigurationError
 from receiver.inbox.contract import Inbox, TransactionalWork
 from receiver.inbox.memory import MemoryInbox
 from receiver.inbox.sqlite import SqliteInbox, SqliteInsert
+from receiver.sqlite_db import connect
 
 if TYPE_CHECKING:
     from receiver.inbox.postgres import PostgresInbox
@@ -36,6 +40,7 @@ __all__ = [
     "PostgresReminders",
     "Reminders",
     "SqliteReminders",
+    "reminder_text",
     "reminders_for",
 ]
 
@@ -49,6 +54,11 @@ _COUNT_SQLITE = f"SELECT count(*) FROM {TABLE} WHERE event_id = ?"
 _COLUMNS = ("event_id", "renewal_id", "event_type")
 _INSERT_PG = f"INSERT INTO {TABLE} (event_id, renewal_id, event_type) VALUES (%s, %s, %s)"
 _COUNT_PG = f"SELECT count(*) FROM {TABLE} WHERE event_id = %s"
+
+
+def reminder_text(value: str) -> str:
+    """``value`` as the demo's text columns hold it: each U+0000 as U+FFFD."""
+    return value.replace("\x00", "\ufffd")
 
 
 class Reminders(Protocol):
@@ -102,13 +112,6 @@ class MemoryReminders:
         return len(self.inbox.store.get(self.key(event_id), ()))
 
 
-def _sqlite_connect(path: str) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, timeout=5.0)
-    conn.execute("PRAGMA busy_timeout = 5000")
-    conn.execute("PRAGMA synchronous = FULL")
-    return conn
-
-
 class SqliteReminders:
     """Reminders in a table of the SQLite inbox's own file; counted through the inbox's own read
     connections when it is given (no connection opened per probe read)."""
@@ -118,7 +121,7 @@ class SqliteReminders:
         self.inbox = inbox
 
     def _run(self, sql: str, params: tuple[Any, ...] = ()) -> int:
-        conn = _sqlite_connect(self.path)
+        conn = connect(self.path)
         try:
             row = conn.execute(sql, params).fetchone()
             return int(row[0]) if row else 0

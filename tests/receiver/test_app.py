@@ -169,31 +169,61 @@ def test_settings_never_show_secrets() -> None:
     assert TOKEN not in repr(settings)
 
 
+NUL_EVENT = b'{"type":"renewal\\u0000due","data":{"renewal_id":"ren_\\u0000"}}'
+"""A genuine event whose JSON strings hold ``\\u0000``: valid JSON, and text PostgreSQL cannot
+hold as it is."""
+
+
 @pytest.mark.postgres
-def test_transactional_reminder_on_postgresql(postgres_dsn: str) -> None:
+@pytest.mark.parametrize("transactional", [True, False])
+def test_reminders_on_postgresql_once_each_a_nul_escape_included(
+    postgres_dsn: str, transactional: bool
+) -> None:
     import uuid
 
     import psycopg
 
     schema = f"hp_app_{uuid.uuid4().hex[:10]}"
     separator = "&" if "?" in postgres_dsn else "?"
-    app = create_app(_settings(f"{postgres_dsn}{separator}schema={schema}"), clock=_clock)
-    body = _event()
+    location = f"{postgres_dsn}{separator}schema={schema}"
+    app = create_app(_settings(location, transactional=transactional), clock=_clock)
 
-    async def scenario(http: httpx.AsyncClient) -> tuple[list[int], dict[str, Any]]:
-        statuses = [(await _deliver(http, "evt_pg", body)).status_code for _ in range(2)]
-        return statuses, await _probe(http, "evt_pg")
+    async def scenario(http: httpx.AsyncClient) -> tuple[list[int], list[dict[str, Any]]]:
+        statuses = [(await _deliver(http, "evt_pg", _event())).status_code for _ in range(2)]
+        statuses += [(await _deliver(http, "evt_nul", NUL_EVENT)).status_code for _ in range(2)]
+        return statuses, [await _probe(http, "evt_pg"), await _probe(http, "evt_nul")]
 
     try:
-        statuses, probe = run(_serving(app, scenario))
-        assert statuses == [200, 200]
-        assert probe == {"event_id": "evt_pg", "status": "committed", "effects": 1, "deliveries": 2}
+        statuses, probes = run(_serving(app, scenario))
+        assert statuses == [200, 200, 200, 200]
+        assert [(p["status"], p["effects"], p["deliveries"]) for p in probes] == [
+            ("committed", 1, 2),
+            ("committed", 1, 2),
+        ]
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
-            rows = conn.execute(f'SELECT event_id FROM "{schema}".{TABLE}').fetchall()
-        assert rows == [("evt_pg",)]
+            rows = conn.execute(
+                f'SELECT event_id, renewal_id, event_type FROM "{schema}".{TABLE} ORDER BY 1'
+            ).fetchall()
+        assert rows == [
+            ("evt_nul", "ren_\ufffd", "renewal\ufffddue"),
+            ("evt_pg", "ren_18427", "renewal.reminder_due"),
+        ]
     finally:
         with psycopg.connect(postgres_dsn, autocommit=True) as conn:
             conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
+
+
+def test_every_store_holds_a_nul_escape_alike(tmp_path: Path) -> None:
+    db = str(tmp_path / "inbox.sqlite")
+    app = create_app(_settings(db), clock=_clock)
+
+    async def scenario(http: httpx.AsyncClient) -> int:
+        return (await _deliver(http, "evt_nul", NUL_EVENT)).status_code
+
+    assert run(_serving(app, scenario)) == 200
+    with sqlite3.connect(db) as conn:
+        rows = conn.execute(f"SELECT renewal_id, event_type FROM {TABLE}").fetchall()
+    assert rows == [("ren_\ufffd", "renewal\ufffddue")]
 
 
 def test_running_server_serves_over_loopback_and_reports_a_failed_start(tmp_path: Path) -> None:

@@ -57,7 +57,7 @@ def test_sqlite_reminders_are_counted_through_the_inbox_without_a_connection_of_
             def no_connection(path: str) -> None:
                 raise AssertionError("a probe read opened a connection of its own")
 
-            monkeypatch.setattr(demo_effect, "_sqlite_connect", no_connection)
+            monkeypatch.setattr(demo_effect, "connect", no_connection)
             return await reminders.count("evt_counted")
         finally:
             await inbox.close()
