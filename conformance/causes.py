@@ -80,6 +80,9 @@ CAUSES: Mapping[str, str] = {
     "skipping unknown versions",
     "raw-bytes": "verify the exact bytes received, never re-serialized JSON or text decoded and "
     "re-encoded with another charset",
+    "storable": "store every string valid JSON can hold: a \\u0000 escape is valid, and "
+    "PostgreSQL's text and jsonb refuse U+0000 (keep the raw body as bytea, or map U+0000 before "
+    "storing); never a 5xx on every retry of a genuine event",
     "header-case": "look header names up case-insensitively (Webhook-Id is webhook-id)",
     "repeated": "refuse a webhook header sent twice with different values (400), or verify and "
     "deduplicate on the same one value",
@@ -146,6 +149,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("clock.stale-then-genuine", "verify-first"),
     ("signature.raw-bytes", "raw-bytes"),
     ("signature.utf8-body", "raw-bytes"),
+    ("signature.nul-escape", "storable"),
     ("signature.repeated-headers", "repeated"),
     ("signature.header-name-case", "header-case"),
     ("clock.*-inside", "tolerance"),

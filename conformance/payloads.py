@@ -23,6 +23,7 @@ from sender_sim.envelope import stripe_event_document
 __all__ = [
     "DEFAULT_TEMPLATE",
     "STRIPE_EVENT_TEMPLATE",
+    "NUL_TEXT",
     "UTF8_TEXT",
     "PayloadFactory",
     "default_template",
@@ -68,6 +69,11 @@ def default_template(scheme: str) -> str:
 
 UTF8_TEXT = "Grüße aus Köln — naïve café, 日本語, emoji 🎉"
 """Non-ASCII text sent as raw UTF-8 (never ``\\u`` escaped) in the ``utf8`` body variant."""
+NUL_TEXT = "before\x00after"
+"""Text holding U+0000, sent as its ``\\u0000`` escape in the ``nul`` body variant."""
+_NOTES: Mapping[str, tuple[str, bool]] = {"utf8": (UTF8_TEXT, False), "nul": (NUL_TEXT, True)}
+"""The variants that set a note: its text, and whether it is ``\\u``-escaped (JSON's
+``ensure_ascii``) or sent as raw UTF-8."""
 
 
 def load_template(path: str | Path) -> str:
@@ -112,9 +118,9 @@ class PayloadFactory:
         self, event_id: str, *, variant: str = "template", reference: str | None = None
     ) -> bytes:
         """The body bytes. ``variant`` ``unusual`` renders the same document as odd-but-valid
-        JSON; ``utf8`` sets a top-level ``note`` (the default template has one) to
-        :data:`UTF8_TEXT` in raw UTF-8 (a list gets it as a last item); ``reference`` fixes the
-        business data so that two events get identical bodies."""
+        JSON; ``utf8`` sets a top-level ``note`` to :data:`UTF8_TEXT` in raw UTF-8 (a list gets
+        it as a last item), ``nul`` to :data:`NUL_TEXT` with its ``\\u0000`` escape;
+        ``reference`` fixes the business data so that two events get identical bodies."""
         text, document = self._document(reference or event_id)
         if self.id_in_body:
             document = {"id": event_id, **{k: v for k, v in document.items() if k != "id"}}
@@ -123,14 +129,15 @@ class PayloadFactory:
             return b'{"type": "truncated", "data": '
         if variant == "unusual":
             return unusual_json(document)
-        if variant == "utf8":
+        if variant in _NOTES:
+            note, escaped = _NOTES[variant]
             if isinstance(document, dict):
-                document = {**document, "note": UTF8_TEXT}
+                document = {**document, "note": note}
             elif isinstance(document, list):
-                document = [*document, UTF8_TEXT]
+                document = [*document, note]
             else:
-                document = [document, UTF8_TEXT]
-            return json.dumps(document, separators=(",", ":"), ensure_ascii=False).encode()
+                document = [document, note]
+            return json.dumps(document, separators=(",", ":"), ensure_ascii=escaped).encode()
         if variant != "template":
             raise UsageError(f"unknown body variant {variant!r}")
         return text.encode("utf-8")

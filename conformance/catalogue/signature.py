@@ -288,6 +288,19 @@ SCENARIOS: tuple[Scenario, ...] = (
         expectations=(ACKED, APPLIED_ONCE),
     ),
     Scenario(
+        id="signature.nul-escape",
+        title="A \\u0000 escape in the body's JSON",
+        guarantee="A genuine delivery whose JSON holds a string with a \\u0000 escape (valid "
+        "JSON and I-JSON: U+0000 is a character like any other) is accepted and applied once. "
+        "PostgreSQL's text and jsonb cannot hold U+0000, so a receiver that stores the payload "
+        "there as it is answers 5xx to every retry of a genuine event until the sender gives "
+        "up. A should: senders rarely send one, and a receiver may choose to refuse it.",
+        severity=Severity.SHOULD,
+        tags=RC,
+        steps=(step("deliver", event="a", label="delivery", body="nul"),),
+        expectations=(ACKED, APPLIED_ONCE),
+    ),
+    Scenario(
         id="signature.header-name-case",
         title="Header names in another case (Webhook-Id, as Go writes them)",
         guarantee="HTTP field names are case-insensitive: two genuine deliveries of different "

@@ -75,6 +75,8 @@ def test_a_broken_receiver_fails_the_scenarios_that_target_its_bug(
 ELSEWHERE = {
     "signature.header-name-case": "an ASGI app never sees a header name's case (the server "
     "lowercases names); the Node library zoo's svix-rawheaders-case fails it",
+    "signature.nul-escape": "these receivers keep their state in SQLite, which holds U+0000; "
+    "the Flask zoo's std-payload-jsonb (a PostgreSQL jsonb events table) fails it",
 }
 """Scenarios no in-process broken receiver can fail, and which zoo does."""
 

@@ -11,8 +11,10 @@ or waitress is not installed.
 from __future__ import annotations
 
 import importlib.util
+import os
 import sys
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -81,6 +83,8 @@ NOT_CAUGHT_AT_MUST: dict[str, str] = {
     "std-locked-500": "timing: a locked file is a 500 only when the lock meets a copy's claim; "
     "met by the commit it is answered 503 (retry later). idempotency.concurrent-duplicates "
     "catches it in some runs, not reliably",
+    "std-payload-jsonb": "signature.nul-escape fails (a 500 on every retry of a genuine event "
+    "whose JSON holds \\u0000), but such an event is rare and may be refused: a should",
     "std-queued-in-memory": "checked with --settle, as the queued variants are, a black box "
     "cannot tell a queue in memory from a durable one: the effect is lost only when the process "
     "dies between the answer and the worker (without --settle, ack-after-commit fails it, and "
@@ -119,8 +123,12 @@ def flask_server() -> Iterator[str]:
     if reason is not None:
         pytest.skip(reason)
     port = free_port()
+    table = f"flaskzoo_events_{uuid.uuid4().hex[:12]}"
+    dsn = os.environ.get("HOOKPROOF_TEST_POSTGRES_DSN", "")
     with tempfile.TemporaryDirectory() as data_dir:
         env = {
+            "FLASKZOO_POSTGRES_DSN": dsn,
+            "FLASKZOO_POSTGRES_TABLE": table,
             "FLASKZOO_SECRETS": f"{SECRET} {SECOND_SECRET}",
             "FLASKZOO_PROBE_TOKEN": PROBE_TOKEN,
             "FLASKZOO_DATA_DIR": data_dir,
@@ -134,6 +142,11 @@ def flask_server() -> Iterator[str]:
         ) as server:
             yield base
             server.close()
+    if dsn:
+        import psycopg
+
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            conn.execute(f"DROP TABLE IF EXISTS {table}")
 
 
 def _check(base: str, variant: str, **overrides: object) -> dict[str, ScenarioResult]:
@@ -217,6 +230,18 @@ def test_a_missing_body_limit_fails_only_the_should(flask_server: str) -> None:
     results = _check(flask_server, "std-no-max-content", select=("size.over-limit",))
     assert results["size.over-limit"].outcome is Outcome.FAILED
     assert broken_guarantees(results) == {}
+
+
+@pytest.mark.postgres
+def test_a_receiver_keeping_payloads_in_jsonb_fails_only_the_nul_escape_should(
+    flask_server: str, postgres_dsn: str
+) -> None:
+    results = _check(flask_server, "std-payload-jsonb")
+    assert broken_guarantees(results) == {}
+    failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
+    assert failed == {"signature.nul-escape"}
+    assert CATALOGUE.get("signature.nul-escape").severity is Severity.SHOULD
+    assert "500" in results["signature.nul-escape"].failures[0].observed
 
 
 def test_every_flask_variant_is_accounted_for() -> None:

@@ -37,12 +37,15 @@ Variants (one realistic Flask bug each, apart from the docs and correct ones):
 | std-queued | standard | as Stripe's and Svix's docs recommend: the careful receiver, but the 2xx follows a commit of the inbox record together with a row in a ``jobs`` table; a worker thread applies the effect from the queue afterwards (effect + job deleted in one transaction) |
 | std-queued-every-copy | standard | queued, but every authentic copy is recorded with ``INSERT OR IGNORE`` and enqueued, duplicates too: the dedupe was left to a worker that does not do it |
 | std-queued-in-memory | standard | queued on a ``queue.Queue`` in memory after the inbox commit: a crash between the answer and the effect loses it |
+| std-payload-jsonb | standard | the careful receiver, but it first keeps every verified event in a PostgreSQL ``jsonb`` table (psycopg's ``Jsonb``), as an events table often is: PostgreSQL refuses a ``\\u0000`` escape there, and the error is Flask's 500 on every retry |
 
 Config by environment: ``FLASKZOO_SECRETS`` (space separated), ``FLASKZOO_PROBE_TOKEN``,
 ``FLASKZOO_DATA_DIR``, ``FLASKZOO_PORT`` (0: any free port, printed), ``FLASKZOO_MAX_BODY``
 (bytes, default 1 MiB), ``FLASKZOO_WORK_SECONDS`` (the time the business effect takes: a call
 to a downstream system; default 0.02), ``FLASKZOO_QUEUE_POLL_SECONDS`` (how often the queued
-variants' worker looks for jobs; default 0.02).
+variants' worker looks for jobs; default 0.02), ``FLASKZOO_POSTGRES_DSN`` and
+``FLASKZOO_POSTGRES_TABLE`` (std-payload-jsonb's server and table; without them that variant
+answers 503).
 """
 
 # ruff: noqa: E501 -- the bug table above keeps one variant per line
@@ -293,6 +296,10 @@ class CarefulStandard:
     def event_type_check(self, payload: dict[str, Any]) -> None:
         return None
 
+    def keep(self, event_id: str, payload: dict[str, Any]) -> None:
+        """Keep the verified event before handling it (the careful receivers keep nothing)."""
+        return None
+
     def process(self, conn: sqlite3.Connection, event_id: str) -> Response:
         """The effect and the inbox record commit together, then the 2xx."""
         try:
@@ -318,6 +325,7 @@ class CarefulStandard:
             key = self.dedupe_key(req, event_id)
             count_delivery(self.variant, event_id)
             self.event_type_check(payload)
+            self.keep(event_id, payload)
             with connect(self.variant, self.db_timeout) as conn:
                 answered = self.claim(conn, key)
                 if answered is not None:
@@ -593,6 +601,26 @@ class QueuedInMemory(Queued):
                 conn.execute("COMMIT")
 
 
+POSTGRES_DSN = os.environ.get("FLASKZOO_POSTGRES_DSN", "")
+POSTGRES_TABLE = os.environ.get("FLASKZOO_POSTGRES_TABLE", "flaskzoo_events")
+
+
+class PayloadJsonb(CarefulStandard):
+    variant = "std-payload-jsonb"
+
+    def keep(self, event_id: str, payload: dict[str, Any]) -> None:
+        if not POSTGRES_DSN:
+            raise Refusal(503, "events-table-unavailable", "no PostgreSQL configured")
+        import psycopg
+        from psycopg.types.json import Jsonb
+
+        with psycopg.connect(POSTGRES_DSN, autocommit=True, connect_timeout=5) as pg:
+            pg.execute(  # a \u0000 in the payload: psycopg.errors.UntranslatableCharacter
+                f"INSERT INTO {POSTGRES_TABLE} VALUES (%s, %s) ON CONFLICT DO NOTHING",
+                (event_id, Jsonb(payload)),
+            )
+
+
 QUEUED: list[Queued] = [Queued(), QueuedEveryCopy(), QueuedInMemory()]
 
 
@@ -627,6 +655,7 @@ CAREFUL: list[CarefulStandard] = [
     StripeTolerance(),
     StripeFirstSecret(),
     StripeJsonReserialised(),
+    PayloadJsonb(),
     *QUEUED,
 ]
 HANDLERS: dict[str, Callable[[], Any]] = {"std-docs": std_docs, "stripe-docs": stripe_docs}
@@ -641,6 +670,14 @@ def create_app() -> Flask:
         with connect(variant) as conn:
             conn.execute("PRAGMA journal_mode=WAL")
             conn.executescript(SCHEMA)
+    if POSTGRES_DSN:
+        import psycopg
+
+        with psycopg.connect(POSTGRES_DSN, autocommit=True, connect_timeout=5) as pg:
+            pg.execute(
+                f"CREATE TABLE IF NOT EXISTS {POSTGRES_TABLE} "
+                "(event_id text PRIMARY KEY, payload jsonb NOT NULL)"
+            )
     threading.Thread(target=work_queues, name="queue-worker", daemon=True).start()
     app = Flask(__name__)
 
