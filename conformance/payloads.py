@@ -22,8 +22,8 @@ from sender_sim.envelope import stripe_event_document
 
 __all__ = [
     "DEFAULT_TEMPLATE",
-    "STRIPE_EVENT_TEMPLATE",
     "NUL_TEXT",
+    "STRIPE_EVENT_TEMPLATE",
     "UTF8_TEXT",
     "PayloadFactory",
     "default_template",

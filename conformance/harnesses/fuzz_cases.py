@@ -1,7 +1,7 @@
 """Structure-aware bad input: for each scheme, every header's grammar broken one way at a time,
 wrong lengths and encodings, well-formed entries of the wrong length, bodies that are not
-UTF-8 or not JSON (signed and unsigned, the empty body included), unsigned JSON of a shape or
-depth no event has, and each webhook header repeated with a second, different value.
+UTF-8, not JSON or not I-JSON (signed and unsigned, the empty body included), unsigned JSON of
+a shape or depth no event has, and each webhook header repeated with a second, different value.
 
 The driver is generic: each scheme object says what its headers are, the role each carries and
 the broken shapes of its grammar (``broken_headers``), and how a signature of any length is
@@ -11,11 +11,12 @@ Every case is one no genuine sender produces *and* from which no lenient parser 
 genuine signature: values are garbage, signatures of the wrong length or of another key, or the
 signed content is changed. So the one right answer to each is a 4xx (never a 5xx, never applied),
 whatever the receiver's parser tolerates. Two kinds of case are the exceptions. A correctly
-signed body that is not UTF-8 or not JSON came from the secret's holder, so accepting it breaks
-no guarantee (refusing it is the convention, ``signed_bad_body``). And a repeated header: the
-genuine copy was already delivered, so a receiver that reads one of the values and recognises
-the duplicate keeps every guarantee; the must is that no second effect appears under the genuine
-id and that nothing answers 5xx.
+signed body that is not UTF-8, not JSON or not I-JSON came from the secret's holder, so
+accepting it breaks no guarantee (refusing one that is not UTF-8 or not JSON is the
+convention, ``signed_bad_body``; either answer to a lone surrogate is right). And a repeated
+header: the genuine copy was already delivered, so a receiver that reads one of the values and
+recognises the duplicate keeps every guarantee; the must is that no second effect appears under
+the genuine id and that nothing answers 5xx.
 
 Cases are data — a name and the request's headers and body — built by :func:`header_cases`,
 :func:`wrong_length_cases`, :func:`truncated_cases`, :func:`case_swapped_cases`,
@@ -24,6 +25,7 @@ Cases are data — a name and the request's headers and body — built by :func:
 
 from __future__ import annotations
 
+import json
 import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -49,6 +51,10 @@ ARABIC_DIGITS = NON_ASCII_DIGITS  # Python's int() accepts them; the signed text
 NOT_UTF8 = b'{"type":"hookproof.conformance.ping","data":{"note":"\xff\xfe\xc3\x28"}}'
 NOT_JSON = b"type=hookproof.conformance.ping&data=not+json"
 TRUNCATED = b'{"type": "hookproof.conformance.ping", "data": '
+LONE_SURROGATES = ("\ud83c", "\udfff")
+"""Halves of a surrogate pair (a high one, a low one), each alone: JSON by RFC 8259's grammar as
+``\\uXXXX`` escapes, but not I-JSON, and strings no UTF-8 text (nor a database's text column)
+can hold."""
 NESTING = 2000
 """How deep the nested case goes: past Python's recursion limit (``json.loads`` raises
 ``RecursionError``, not the ``ValueError`` a parse guard catches) and Jackson's default of 1000,
@@ -165,13 +171,30 @@ def case_swapped_cases(
     return [FuzzCase(f"{name}:case-swapped", {**genuine, name: swapped.encode()}, body)]
 
 
+def _with_note(body: bytes, note: str) -> bytes:
+    """``body`` (the event's JSON, the template's: it keeps the event's id where the scheme
+    carries it in the body) with a top-level ``note`` of ``note``, ``\\u``-escaped."""
+    document = json.loads(body)
+    document = {**document, "note": note} if isinstance(document, dict) else [document, note]
+    return json.dumps(document, separators=(",", ":")).encode()
+
+
+def _bad_bodies(kind: str, body: bytes) -> list[bytes]:
+    if kind == "not-utf8":
+        return [NOT_UTF8, b"\xff" + body]
+    if kind == "not-ijson":
+        return [_with_note(body, half) for half in LONE_SURROGATES]
+    return [NOT_JSON, TRUNCATED, b""]
+
+
 def body_cases(
     headers: Mapping[str, str], body: bytes, sign: Signer, *, kind: str, signed: bool
 ) -> list[FuzzCase]:
-    """Bodies that are not UTF-8 (``kind="not-utf8"``) or not JSON (``kind="not-json"``),
-    correctly signed (``signed``) or under the genuine body's signature."""
+    """Bodies that are not UTF-8 (``kind="not-utf8"``), not JSON (``kind="not-json"``) or not
+    I-JSON (``kind="not-ijson"``: a lone surrogate escape), correctly signed (``signed``) or
+    under the genuine body's signature."""
     genuine = {k: v.encode("latin-1") for k, v in headers.items()}
-    bodies = [NOT_UTF8, b"\xff" + body] if kind == "not-utf8" else [NOT_JSON, TRUNCATED, b""]
+    bodies = _bad_bodies(kind, body)
     if not signed:
         return [FuzzCase(f"{kind}#{i}:unsigned", genuine, bad) for i, bad in enumerate(bodies)]
     return [

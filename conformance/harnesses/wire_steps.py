@@ -105,8 +105,8 @@ async def _deliver_fuzzed(run: WireRun, args: Mapping[str, Any]) -> None:
     values), ``unsigned-id`` (the same for the headers it does not cover), ``wrong-length``,
     ``truncated`` (a prefix of the genuine signature), ``case-swapped`` (the genuine signature
     with its letters' case swapped),
-    ``not-utf8`` or ``not-json`` (bodies under the genuine signature, or correctly signed with
-    ``signed=True``), ``odd-json`` (unsigned JSON of
+    ``not-utf8``, ``not-json`` or ``not-ijson`` (bodies under the genuine signature, or
+    correctly signed with ``signed=True``), ``odd-json`` (unsigned JSON of
     a shape or depth no event has), or ``repeated`` (each webhook
     header twice, the second value's id being event ``other``'s)."""
     event = run.event(args["event"])

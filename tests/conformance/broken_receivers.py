@@ -59,6 +59,8 @@ BROKEN: Mapping[str, str] = {
     "case-insensitive-compare": "compares the base64 signatures lower-cased, as one may hex",
     "crash-on-non-utf8": "decodes the body as UTF-8 before anything, unguarded",
     "crash-on-non-json": "parses the verified body as JSON without a guard",
+    "payload-text-unescaped": "keeps each verified payload as readable text "
+    "(json.dumps(ensure_ascii=False)) in SQLite: a lone surrogate cannot be encoded, a 500",
     "crash-on-timestamp": "int()s the timestamp header without a guard",
     "crash-on-signature-entry": "unpacks 'version, sig = entry.split(\",\")' and decodes unguarded",
     "case-sensitive-header": "looks up 'Webhook-Id' in the raw headers case-sensitively",
@@ -140,6 +142,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "case-insensitive-compare": frozenset({"signature.case-swapped"}),
     "crash-on-non-utf8": frozenset({"signature.body-not-utf8"}),
     "crash-on-non-json": frozenset({"signature.body-not-json"}),
+    "payload-text-unescaped": frozenset({"signature.body-not-ijson"}),
     "crash-on-timestamp": frozenset({"signature.malformed-headers"}),
     "crash-on-signature-entry": frozenset({"signature.malformed-headers"}),
     "case-sensitive-header": frozenset({"signature.valid"}),
@@ -209,6 +212,7 @@ def _schema(db: sqlite3.Connection, *, key_collation: str = "BINARY") -> None:
             key TEXT PRIMARY KEY COLLATE {key_collation}, event_id TEXT, state TEXT,
             status INTEGER, deliveries INTEGER, created REAL);
         CREATE TABLE IF NOT EXISTS effects (event_id TEXT);
+        CREATE TABLE IF NOT EXISTS payloads (event_id TEXT, payload TEXT);
         """
     )
 
@@ -436,6 +440,9 @@ def plain_receiver(
                 return _problem(state, 400, "invalid-payload", "the body is not JSON")
         if not isinstance(document, dict):
             return _problem(state, 400, "invalid-payload", "the body is not a JSON object")
+        if "payload-text-unescaped" in bugs:  # UnicodeEncodeError on a lone surrogate: a 500
+            text = json.dumps(document, ensure_ascii=False)
+            db.execute("INSERT INTO payloads VALUES (?, ?)", (event_id, text))
         if "rejects-generic-event" in bugs and document.get("type") not in KNOWN_TYPES:
             return _problem(state, 422, "unknown-type", "unknown event type")
         key = hashlib.sha256(body).hexdigest() if "dedupe-on-body-hash" in bugs else event_id
