@@ -83,6 +83,8 @@ CAUSES: Mapping[str, str] = {
     "storable": "store every string valid JSON can hold: a \\u0000 escape is valid, and "
     "PostgreSQL's text and jsonb refuse U+0000 (keep the raw body as bytea, or map U+0000 before "
     "storing); never a 5xx on every retry of a genuine event",
+    "media-type": "compare the Content-Type's media type alone: application/json; "
+    "charset=utf-8 is JSON (Stripe sends it so)",
     "header-case": "look header names up case-insensitively (Webhook-Id is webhook-id)",
     "repeated": "refuse a webhook header sent twice with different values (400), or verify and "
     "deduplicate on the same one value",
@@ -152,6 +154,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.nul-escape", "storable"),
     ("signature.repeated-headers", "repeated"),
     ("signature.header-name-case", "header-case"),
+    ("signature.content-type-charset", "media-type"),
     ("clock.*-inside", "tolerance"),
     ("clock.*", "stale"),
     ("idempotency.in-flight-*", "in-flight"),

@@ -330,6 +330,20 @@ SCENARIOS: tuple[Scenario, ...] = (
         expectations=(ACKED, APPLIED_ONCE),
     ),
     Scenario(
+        id="signature.content-type-charset",
+        title="Content-Type with a charset parameter",
+        guarantee="A genuine delivery whose Content-Type carries a charset parameter "
+        "(application/json; charset=utf-8, as Stripe and many HTTP clients send it, or "
+        "application/json;charset=UTF-8, as Java's do) is accepted and applied once: a media "
+        "type is compared without its parameters, and a receiver that compares the whole "
+        "header with application/json refuses it (415). A should where the platform's own "
+        "sender never adds one; under the stripe scheme every delivery carries it.",
+        severity=Severity.SHOULD,
+        tags=RC,
+        steps=(step("deliver", event="a", label="delivery", mutation="charset"),),
+        expectations=(ACKED, APPLIED_ONCE),
+    ),
+    Scenario(
         id="signature.header-name-case",
         title="Header names in another case (Webhook-Id, as Go writes them)",
         guarantee="HTTP field names are case-insensitive: two genuine deliveries of different "

@@ -36,6 +36,7 @@ __all__ = [
     "padded",
     "redact_signature",
     "unusual_json",
+    "with_charset",
 ]
 
 Headers = tuple[tuple[str, bytes], ...]
@@ -384,8 +385,20 @@ MUTATIONS: tuple[str, ...] = (
     "listed:last",
     "garbled",
     "canonical-names",
+    "charset",
 )
 """The named ways a ``deliver`` step may break or vary a correctly signed request."""
+
+
+def with_charset(content_type: bytes | None) -> bytes:
+    """``content_type`` (``None``: ``application/json``) with a charset parameter as other
+    senders write it: ``; charset=utf-8`` added, or, to one that has a charset already (Stripe's),
+    ``;charset=UTF-8`` instead (Java's and Spring's spelling)."""
+    given = content_type or b"application/json"
+    media_type = given.split(b";", 1)[0].strip()
+    if b"charset" in given.lower():
+        return media_type + b";charset=UTF-8"
+    return media_type + b"; charset=utf-8"
 
 
 def canonical_name(name: str) -> str:

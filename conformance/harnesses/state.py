@@ -38,6 +38,7 @@ from conformance.harnesses.signed_requests import (
     WireScheme,
     canonical_name,
     tamper,
+    with_charset,
 )
 from conformance.harnesses.together import GatedCopy
 from conformance.payloads import PayloadFactory
@@ -317,6 +318,10 @@ class WireRun:
         wire_headers += [(k, v.encode("latin-1")) for k, v in headers.items()]
         if mutation == "canonical-names":
             wire_headers = [(canonical_name(k), v) for k, v in wire_headers]
+        if mutation == "charset":
+            given = dict(wire_headers).get("content-type")
+            wire_headers = [(k, v) for k, v in wire_headers if k != "content-type"]
+            wire_headers.insert(0, ("content-type", with_charset(given)))
         if attempt is not None:
             wire_headers += [
                 ("hookproof-delivery-id", f"dlv_{event.event_id}".encode()),

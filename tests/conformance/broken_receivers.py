@@ -59,6 +59,7 @@ BROKEN: Mapping[str, str] = {
     "case-insensitive-compare": "compares the base64 signatures lower-cased, as one may hex",
     "crash-on-non-utf8": "decodes the body as UTF-8 before anything, unguarded",
     "crash-on-non-json": "parses the verified body as JSON without a guard",
+    "exact-content-type": "answers 415 unless Content-Type is exactly application/json",
     "payload-text-unescaped": "keeps each verified payload as readable text "
     "(json.dumps(ensure_ascii=False)) in SQLite: a lone surrogate cannot be encoded, a 500",
     "crash-on-timestamp": "int()s the timestamp header without a guard",
@@ -143,6 +144,7 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     "crash-on-non-utf8": frozenset({"signature.body-not-utf8"}),
     "crash-on-non-json": frozenset({"signature.body-not-json"}),
     "payload-text-unescaped": frozenset({"signature.body-not-ijson"}),
+    "exact-content-type": frozenset({"signature.content-type-charset"}),
     "crash-on-timestamp": frozenset({"signature.malformed-headers"}),
     "crash-on-signature-entry": frozenset({"signature.malformed-headers"}),
     "case-sensitive-header": frozenset({"signature.valid"}),
@@ -406,6 +408,8 @@ def plain_receiver(
                 raise RuntimeError("request entity too large")
             return _problem(state, 413, "body-too-large", "the body is too large")
         headers = request.headers
+        if "exact-content-type" in bugs and headers.get("content-type") != "application/json":
+            return _problem(state, 415, "unsupported-media-type", "expected application/json")
         if "slow" in bugs:
             state.never = state.never or asyncio.Event()
             await state.never.wait()

@@ -31,6 +31,7 @@ HARDENING_ONLY = frozenset(
         "body-limit-500",
         "case-insensitive-compare",
         "dedupes-on-last-id",
+        "exact-content-type",
     }
 )
 """Bugs that break a recommendation (a ``should``), not a guarantee."""
