@@ -28,6 +28,7 @@ __all__ = [
     "PayloadFactory",
     "default_template",
     "load_template",
+    "with_note",
 ]
 
 _PING = "hookproof.conformance.ping"
@@ -74,6 +75,17 @@ NUL_TEXT = "before\x00after"
 _NOTES: Mapping[str, tuple[str, bool]] = {"utf8": (UTF8_TEXT, False), "nul": (NUL_TEXT, True)}
 """The variants that set a note: its text, and whether it is ``\\u``-escaped (JSON's
 ``ensure_ascii``) or sent as raw UTF-8."""
+
+
+def with_note(document: Any, note: str) -> Any:
+    """``document`` with a top-level ``note`` of ``note`` (the default templates' events have no
+    such member): an object gets the member, a list the note as its last item, anything else
+    becomes the list of both."""
+    if isinstance(document, dict):
+        return {**document, "note": note}
+    if isinstance(document, list):
+        return [*document, note]
+    return [document, note]
 
 
 def load_template(path: str | Path) -> str:
@@ -131,13 +143,8 @@ class PayloadFactory:
             return unusual_json(document)
         if variant in _NOTES:
             note, escaped = _NOTES[variant]
-            if isinstance(document, dict):
-                document = {**document, "note": note}
-            elif isinstance(document, list):
-                document = [*document, note]
-            else:
-                document = [document, note]
-            return json.dumps(document, separators=(",", ":"), ensure_ascii=escaped).encode()
+            noted = with_note(document, note)
+            return json.dumps(noted, separators=(",", ":"), ensure_ascii=escaped).encode()
         if variant != "template":
             raise UsageError(f"unknown body variant {variant!r}")
         return text.encode("utf-8")

@@ -30,6 +30,7 @@ import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from conformance.payloads import with_note
 from receiver.signing import NON_ASCII_DIGITS, random_bytes, scheme_named
 
 __all__ = [
@@ -171,19 +172,15 @@ def case_swapped_cases(
     return [FuzzCase(f"{name}:case-swapped", {**genuine, name: swapped.encode()}, body)]
 
 
-def _with_note(body: bytes, note: str) -> bytes:
-    """``body`` (the event's JSON, the template's: it keeps the event's id where the scheme
-    carries it in the body) with a top-level ``note`` of ``note``, ``\\u``-escaped."""
-    document = json.loads(body)
-    document = {**document, "note": note} if isinstance(document, dict) else [document, note]
-    return json.dumps(document, separators=(",", ":")).encode()
-
-
 def _bad_bodies(kind: str, body: bytes) -> list[bytes]:
     if kind == "not-utf8":
         return [NOT_UTF8, b"\xff" + body]
     if kind == "not-ijson":
-        return [_with_note(body, half) for half in LONE_SURROGATES]
+        document = json.loads(body)  # the event's own JSON: it keeps the id a body may carry
+        return [
+            json.dumps(with_note(document, half), separators=(",", ":")).encode()
+            for half in LONE_SURROGATES
+        ]
     return [NOT_JSON, TRUNCATED, b""]
 
 
