@@ -24,9 +24,10 @@ from conformance.harnesses.fuzz_cases import (
     wrong_length_cases,
 )
 from conformance.harnesses.sender_steps import SenderDriver, TrackedEvent
-from conformance.harnesses.signed_requests import WireScheme, padded
+from conformance.harnesses.signed_requests import WireScheme, padded, with_charset
 from conformance.harnesses.state import RateLimiter, WireOptions, WireRun
 from conformance.model import CASE_SENSITIVE_SIGNATURES
+from conformance.payloads import UTF8_TEXT, PayloadFactory
 from conformance.results import Outcome
 from receiver.durations import parse_seconds
 from receiver.exceptions import VerificationError
@@ -107,7 +108,7 @@ def test_bad_bodies_come_signed_and_unsigned() -> None:
     def sign(bad: bytes) -> dict[str, str]:
         return wire.sign(bad, event_id="evt_1", timestamp=1_700_000_000)
 
-    for kind in ("not-utf8", "not-json"):
+    for kind in ("not-utf8", "not-json", "not-ijson"):
         for signed in (False, True):
             cases = body_cases(headers, body, sign, kind=kind, signed=signed)
             assert cases
@@ -121,6 +122,45 @@ def test_bad_bodies_come_signed_and_unsigned() -> None:
     utf8 = body_cases(headers, body, sign, kind="not-utf8", signed=True)
     with pytest.raises(UnicodeDecodeError):
         utf8[0].body.decode("utf-8")
+
+
+def test_lone_surrogate_bodies_are_the_event_s_own_json_and_hold_no_utf8_text() -> None:
+    """Valid JSON by the grammar, the event's id kept (a Stripe-style body carries it), and a
+    string that cannot be encoded: what a receiver storing it as UTF-8 text fails on."""
+    wire, headers, body = _genuine("stripe")
+
+    def sign(bad: bytes) -> dict[str, str]:
+        return wire.sign(bad, event_id="evt_1", timestamp=1_700_000_000)
+
+    cases = body_cases(headers, body, sign, kind="not-ijson", signed=True)
+    documents = [json.loads(case.body) for case in cases]
+    assert [d["id"] for d in documents] == ["evt_1", "evt_1"]
+    assert [d["note"] for d in documents] == ["\ud83c", "\udfff"]
+    for document in documents:
+        with pytest.raises(UnicodeEncodeError):
+            document["note"].encode("utf-8")
+
+
+@pytest.mark.parametrize(
+    ("given", "sent"),
+    [
+        (b"application/json", b"application/json; charset=utf-8"),
+        (None, b"application/json; charset=utf-8"),
+        (b"application/json; charset=utf-8", b"application/json;charset=UTF-8"),
+    ],
+)
+def test_the_charset_variant_adds_a_parameter_or_respells_the_one_there(
+    given: bytes | None, sent: bytes
+) -> None:
+    assert with_charset(given) == sent
+
+
+def test_the_nul_variant_sends_the_escape_and_the_utf8_variant_raw_text() -> None:
+    factory = PayloadFactory()
+    nul = factory.body("evt_1", variant="nul")
+    assert b"\\u0000" in nul
+    assert json.loads(nul)["note"] == "before\x00after"
+    assert UTF8_TEXT.encode() in factory.body("evt_1", variant="utf8")
 
 
 def test_the_empty_body_is_among_the_bodies_that_are_not_json() -> None:
