@@ -101,6 +101,29 @@ def _bad_body(kind: str, words: str, accepted_by: str, *, refusing_is_convention
     )
 
 
+def _accepted_once(
+    slug: str,
+    title: str,
+    guarantee: str,
+    *,
+    severity: Severity = Severity.MUST,
+    schemes: frozenset[str] = SCHEMES,
+    **delivery: str,
+) -> Scenario:
+    """One genuine delivery, varied by ``delivery`` (a ``body`` variant or a ``mutation``):
+    acknowledged (2xx) and applied once."""
+    return Scenario(
+        id=f"signature.{slug}",
+        title=title,
+        guarantee=guarantee,
+        severity=severity,
+        tags=RC,
+        steps=(step("deliver", event="a", label="delivery", **delivery),),
+        expectations=(ACKED, APPLIED_ONCE),
+        schemes=schemes,
+    )
+
+
 def _then_genuine(slug: str, title: str, words: str, mutation: str) -> Scenario:
     return Scenario(
         id=f"signature.{slug}-then-genuine",
@@ -274,74 +297,58 @@ SCENARIOS: tuple[Scenario, ...] = (
         "secret) must not trip on what an unauthenticated client sends.",
         "odd-json",
     ),
-    Scenario(
-        id="signature.rotation",
-        title="Secret rotation: two signatures, one valid",
-        guarantee="A delivery carrying several signatures is accepted when any one matches an "
+    _accepted_once(
+        "rotation",
+        "Secret rotation: two signatures, one valid",
+        "A delivery carrying several signatures is accepted when any one matches an "
         "active secret, wherever it appears in the header.",
-        severity=Severity.MUST,
-        tags=RC,
-        steps=(step("deliver", event="a", label="delivery", mutation="rotation"),),
-        expectations=(ACKED, APPLIED_ONCE),
         schemes=SEVERAL_SIGNATURES,
+        mutation="rotation",
     ),
-    Scenario(
-        id="signature.unknown-version",
-        title="Unknown signature version ignored",
-        guarantee="A signature entry of an unknown version is skipped, never an error by itself.",
-        severity=Severity.MUST,
-        tags=RC,
-        steps=(step("deliver", event="a", label="delivery", mutation="unknown-version"),),
-        expectations=(ACKED, APPLIED_ONCE),
+    _accepted_once(
+        "unknown-version",
+        "Unknown signature version ignored",
+        "A signature entry of an unknown version is skipped, never an error by itself.",
         schemes=SEVERAL_SIGNATURES,
+        mutation="unknown-version",
     ),
-    Scenario(
-        id="signature.raw-bytes",
-        title="Raw bytes verified (unusual but valid JSON)",
-        guarantee="The signature is checked over the exact bytes received, so odd whitespace and "
+    _accepted_once(
+        "raw-bytes",
+        "Raw bytes verified (unusual but valid JSON)",
+        "The signature is checked over the exact bytes received, so odd whitespace and "
         "escapes in valid JSON verify.",
-        severity=Severity.MUST,
-        tags=RC,
-        steps=(step("deliver", event="a", label="delivery", body="unusual"),),
-        expectations=(ACKED, APPLIED_ONCE),
+        body="unusual",
     ),
-    Scenario(
-        id="signature.utf8-body",
-        title="Non-ASCII text in the body (raw UTF-8)",
-        guarantee="A genuine delivery whose JSON carries accents, CJK and emoji as raw UTF-8 "
+    _accepted_once(
+        "utf8-body",
+        "Non-ASCII text in the body (raw UTF-8)",
+        "A genuine delivery whose JSON carries accents, CJK and emoji as raw UTF-8 "
         "verifies and is applied once: the signature covers the bytes received, not a string "
         "decoded and re-encoded with another charset.",
-        severity=Severity.MUST,
-        tags=RC,
-        steps=(step("deliver", event="a", label="delivery", body="utf8"),),
-        expectations=(ACKED, APPLIED_ONCE),
+        body="utf8",
     ),
-    Scenario(
-        id="signature.nul-escape",
-        title="A \\u0000 escape in the body's JSON",
-        guarantee="A genuine delivery whose JSON holds a string with a \\u0000 escape (valid "
+    _accepted_once(
+        "nul-escape",
+        "A \\u0000 escape in the body's JSON",
+        "A genuine delivery whose JSON holds a string with a \\u0000 escape (valid "
         "JSON and I-JSON: U+0000 is a character like any other) is accepted and applied once. "
         "PostgreSQL's text and jsonb cannot hold U+0000, so a receiver that stores the payload "
         "there as it is answers 5xx to every retry of a genuine event until the sender gives "
         "up. A should: senders rarely send one, and a receiver may choose to refuse it.",
         severity=Severity.SHOULD,
-        tags=RC,
-        steps=(step("deliver", event="a", label="delivery", body="nul"),),
-        expectations=(ACKED, APPLIED_ONCE),
+        body="nul",
     ),
-    Scenario(
-        id="signature.content-type-charset",
-        title="Content-Type with a charset parameter",
-        guarantee="A genuine delivery whose Content-Type carries a charset parameter "
+    _accepted_once(
+        "content-type-charset",
+        "Content-Type with a charset parameter",
+        "A genuine delivery whose Content-Type carries a charset parameter "
         "(application/json; charset=utf-8, as Stripe and many HTTP clients send it, or "
         "application/json;charset=UTF-8, as Java's do) is accepted and applied once: a media "
         "type is compared without its parameters, and a receiver that compares the whole "
         "header with application/json refuses it (415). A should where the platform's own "
         "sender never adds one; under the stripe scheme every delivery carries it.",
         severity=Severity.SHOULD,
-        tags=RC,
-        steps=(step("deliver", event="a", label="delivery", mutation="charset"),),
-        expectations=(ACKED, APPLIED_ONCE),
+        mutation="charset",
     ),
     Scenario(
         id="signature.header-name-case",
