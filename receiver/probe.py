@@ -5,8 +5,11 @@
     {"event_id": "...", "status": "committed" | "in_flight", "effects": <int>, "deliveries": <int>}
 
 or a 404 problem when the inbox holds no record of the event (``event-id-required`` when the path
-names no event at all). A missing or wrong token is a 401 problem (the token is compared in
-constant time); any other method is a 405 problem. Once this process's handler has failed on the
+names no event at all). An id no delivery can carry (:func:`~receiver.schemes.base.is_event_id`:
+a control character such as ``%00``, a space, non-ASCII, over 255 characters) is never stored,
+so it is answered 404 without asking the inbox (PostgreSQL would refuse a NUL in the query).
+A missing or wrong token is a 401 problem (the token is compared in constant time); any other
+method is a 405 problem. Once this process's handler has failed on the
 event, the document also carries ``"handler_failures": <int>`` (how many times: a poison message
 shows here instead of only as a stream of 503s). ``effects`` is the
 number of times the event's effect was applied: the inbox's own count unless an
@@ -29,6 +32,7 @@ from starlette.types import Scope, Send
 
 from receiver.inbox.contract import Inbox, RecordState
 from receiver.problems import PROBLEMS, send_json, send_problem
+from receiver.schemes.base import is_event_id
 
 __all__ = [
     "DEFAULT_PROBE_PREFIX",
@@ -107,7 +111,8 @@ async def serve_probe(
     if not event_id:
         await send_problem(send, PROBLEMS["event-id-required"], "ask for <probe prefix>/<event_id>")
         return
-    document = await probe_document(inbox, event_id, effects_counter, failures)
+    known = is_event_id(event_id)
+    document = await probe_document(inbox, event_id, effects_counter, failures) if known else None
     if document is None:
         await send_problem(
             send, PROBLEMS["event-not-found"], "no copy of this event arrived", event_id=event_id

@@ -51,6 +51,7 @@ __all__ = [
     "Secret",
     "VerifiedMessage",
     "fingerprint",
+    "is_event_id",
     "standard_key",
 ]
 
@@ -261,13 +262,19 @@ def parse_timestamp(raw: str, where: str) -> int:
     return int(raw)
 
 
-def check_event_id(event_id: str, where: str) -> str:
-    if not (
+def is_event_id(event_id: str) -> bool:
+    """Whether ``event_id`` is one a delivery may carry: 1 to :data:`MAX_EVENT_ID_LENGTH`
+    visible ASCII characters (no space, no control character). No other id is ever stored."""
+    return (
         0 < len(event_id) <= MAX_EVENT_ID_LENGTH
         and event_id.isascii()
         and event_id.isprintable()
         and " " not in event_id
-    ):
+    )
+
+
+def check_event_id(event_id: str, where: str) -> str:
+    if not is_event_id(event_id):
         raise MalformedHeader(
             f"the event id in {where} must be 1-{MAX_EVENT_ID_LENGTH} visible ASCII characters"
         )

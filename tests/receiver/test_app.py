@@ -236,3 +236,43 @@ def test_running_server_serves_over_loopback_and_reports_a_failed_start(tmp_path
     broken = create_app(_settings(str(tmp_path / "missing-dir" / "inbox.sqlite")))
     with pytest.raises(ConfigurationError, match="failed to start"), running_server(broken):
         pass
+
+
+NO_EVENT_IDS = ("%00", "evt%00x", "evt%20x", "%C3%A9v", "e" * 256, "%01%7F")
+"""Probe paths naming ids no delivery can carry: a NUL (PostgreSQL refuses it in a query), other
+control characters, a space, non-ASCII, one character over the length limit."""
+
+
+def _refuses_ids_no_delivery_carries(db: str) -> None:
+    app = create_app(_settings(db), clock=_clock)
+
+    async def scenario(http: httpx.AsyncClient) -> list[tuple[int, str]]:
+        answers = []
+        for name in NO_EVENT_IDS:
+            response = await http.get(
+                f"/_hookproof/events/{name}", headers={"authorization": f"Bearer {TOKEN}"}
+            )
+            answers.append((response.status_code, response.json()["type"]))
+        return answers
+
+    answers = run(_serving(app, scenario))
+    assert answers == [(404, "https://hookproof.dev/problems/event-not-found")] * len(NO_EVENT_IDS)
+
+
+def test_the_probe_answers_404_to_an_id_no_delivery_can_carry(tmp_path: Path) -> None:
+    _refuses_ids_no_delivery_carries(str(tmp_path / "inbox.sqlite"))
+
+
+@pytest.mark.postgres
+def test_the_probe_on_postgresql_answers_404_to_a_nul_in_the_id(postgres_dsn: str) -> None:
+    import uuid
+
+    import psycopg
+
+    schema = f"hp_app_{uuid.uuid4().hex[:10]}"
+    separator = "&" if "?" in postgres_dsn else "?"
+    try:
+        _refuses_ids_no_delivery_carries(f"{postgres_dsn}{separator}schema={schema}")
+    finally:
+        with psycopg.connect(postgres_dsn, autocommit=True) as conn:
+            conn.execute(f'DROP SCHEMA IF EXISTS "{schema}" CASCADE')
