@@ -60,12 +60,14 @@ NODE_MUST_FAIL: dict[str, frozenset[str]] = {
     "lru-cache": frozenset({"idempotency.duplicate-after-other-events"}),
     "tenant-from-body": frozenset({"signature.body-odd-json"}),
     "close-abandon": frozenset({"idempotency.sender-hung-up"}),
+    "strict-content-type": frozenset({"signature.content-type-charset"}),
 }
 """For each broken Node variant (``BUGS`` in server.js), the scenarios that must fail."""
 
-HARDENING_ONLY = frozenset({"future-unbounded", "lowercase-compare"})
+HARDENING_ONLY = frozenset({"future-unbounded", "lowercase-compare", "strict-content-type"})
 """Bugs that break a recommendation (a ``should``), not a guarantee: a timestamp from the future
-accepted, a signature compared ignoring case (building one takes the genuine signature)."""
+accepted, a signature compared ignoring case (building one takes the genuine signature), a
+media type compared with its parameters (the standard scheme's senders send none)."""
 
 QUEUED = frozenset({"queued", "queue-every-copy"})
 """Variants that apply effects from a queue after answering: checked with ``--settle 1s``."""

@@ -41,6 +41,8 @@ const BUGS = {
   "close-abandon":
     "stops working when the response closes before it is sent (the sender hung up), leaving " +
     "the id in flight: every retry is 503",
+  "strict-content-type":
+    "answers 415 unless req.headers['content-type'] === 'application/json' (a charset fails)",
   "tenant-from-body":
     "reads JSON.parse(body).data.tenant to pick the tenant before verifying (a SyntaxError is " +
     "caught; null, a list or a number throws a 500)",
@@ -156,6 +158,9 @@ function variant(bug) {
     try {
       const raw = Buffer.isBuffer(req.body) ? req.body : req.body || {};
       const eventId = req.headers["webhook-id"] || "";
+      if (bug === "strict-content-type" && req.headers["content-type"] !== "application/json") {
+        return problem(res, 415, "unsupported-media-type", "send application/json");
+      }
       if (bug === "tenant-from-body") {
         let peeked;
         try {
