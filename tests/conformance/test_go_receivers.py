@@ -82,6 +82,9 @@ GO_SHOULD_ONLY: dict[str, frozenset[str]] = {
     # the event is applied once: only the secret's holder can send it, so accepting it is a
     # convention broken (signed_bad_body), not a guarantee; an unsigned one is still refused.
     "utf8-unchecked": frozenset({"signature.body-not-utf8"}),
+    # The whole header compared with "application/json": a genuine delivery with a charset is
+    # refused 415. The standard scheme's senders send none, so it is a should.
+    "content-type-equal": frozenset({"signature.content-type-charset"}),
 }
 """Broken Go variants whose bug only ``should`` scenarios catch: they break no guarantee."""
 

@@ -44,6 +44,8 @@
 //	ctx-abandon          does the work under the request's context (as a database call given
 //	                     r.Context() does) after recording the id: a sender that hangs up
 //	                     cancels it, and the event stays in flight, never applied
+//	content-type-equal   r.Header.Get("Content-Type") != "application/json" is answered 415: a
+//	                     charset parameter ("application/json; charset=utf-8") is refused
 //	tenant-assert        reads data.tenant from the body before verifying, to pick the tenant,
 //	                     with unchecked type assertions: null, a list or {} panics, and net/http
 //	                     drops the connection unanswered
@@ -102,6 +104,7 @@ var variantNames = []string{
 	"utf8-unchecked",
 	"tenant-assert",
 	"ctx-abandon",
+	"content-type-equal",
 }
 
 type entry struct {
@@ -359,6 +362,10 @@ func (s *server) verified(v *variant, id, ts, header string, body []byte) bool {
 }
 
 func (s *server) webhook(v *variant, w http.ResponseWriter, r *http.Request) {
+	if v.bug == "content-type-equal" && r.Header.Get("Content-Type") != "application/json" {
+		problem(w, http.StatusUnsupportedMediaType, "unsupported-media-type", "send application/json")
+		return
+	}
 	body, readable := s.readBody(v, w, r)
 	if !readable {
 		return
