@@ -11,6 +11,7 @@ the signatures redacted (unless asked otherwise).
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import random
@@ -197,11 +198,24 @@ class WireScheme:
     def uses_timestamp(self) -> bool:
         return self.scheme.uses_timestamp
 
+    @functools.cached_property
+    def keys(self) -> tuple[bytes, ...]:
+        """The HMAC keys of :attr:`secrets`, derived once."""
+        return tuple(self.scheme.key(secret) for secret in self.secrets)
+
+    def agreeing(self, request: WireRequest) -> WireRequest:
+        """``request`` as it goes on the wire: a companion signature the platform sends beside
+        its own (GitHub's SHA-1) only where the scheme's own signature is genuine
+        (:meth:`receiver.schemes.base.Scheme.agreeing`)."""
+        headers = self.scheme.agreeing(request.headers, request.body, keys=self.keys)
+        return request if headers == request.headers else replace(request, headers=headers)
+
     def request_headers(self, given: Sequence[tuple[str, str]] = ()) -> RequestHeaders:
         """The unsigned headers of every delivery: the platform's (the scheme's delivery
         headers), with the user's ``--header`` values applied (:mod:`conformance.extra_headers`)."""
         scheme = self.scheme
-        return RequestHeaders.build(scheme.delivery_headers, given, signed=scheme.header_names)
+        signed = scheme.header_names | scheme.companion_headers
+        return RequestHeaders.build(scheme.delivery_headers, given, signed=signed)
 
     @property
     def signature_header(self) -> str:
@@ -300,10 +314,13 @@ class WireScheme:
     def malformed(
         self, headers: dict[str, str], rng: random.Random, count: int, *, unsigned: bool = False
     ) -> list[dict[str, bytes]]:
-        """``count`` seeded variants of ``headers`` with one header value broken: one the
-        signature covers, or (``unsigned``) one it does not (then an invalid id)."""
+        """``count`` seeded variants of ``headers`` with one of the scheme's own header values
+        broken: one the signature covers, or (``unsigned``) one it does not (then an invalid
+        id). A companion signature (GitHub's SHA-1) is never the one broken: the scheme's own
+        signature still authenticates such a request."""
         outside = self.scheme.unsigned_headers
-        names = [name for name in headers if (name in outside) is unsigned]
+        own = self.scheme.header_names | outside
+        names = [name for name in headers if name in own and (name in outside) is unsigned]
         cases: list[dict[str, bytes]] = []
         for index in range(count if names else 0):
             name = names[index % len(names)]

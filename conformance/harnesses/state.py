@@ -357,6 +357,7 @@ class WireRun:
         """Send ``request`` and keep the exchange under ``label``; a copy of a group sent
         ``together`` (:mod:`conformance.harnesses.together`) holds its body until the group is
         ready."""
+        request = self.options.scheme.agreeing(request)
         try:
             await self.limiter.wait()
             return await self._send(label, request, event_id, together)
@@ -370,6 +371,7 @@ class WireRun:
         answer (a lost acknowledgement). The exchange kept under ``label`` says so. Where no
         connection carries the request (an app in process, httpx's ASGI transport) there is
         nothing to hang up: the answer is kept as the receiver gave it."""
+        request = self.options.scheme.agreeing(request)
         await self.limiter.wait()
         written = asyncio.Event()
 

@@ -464,6 +464,22 @@ class Scheme(Protocol):
         """The secret-derived values in the signature header (to scrub from echoed text)."""
         ...
 
+    @property
+    def companion_headers(self) -> frozenset[str]:
+        """Signature headers the platform sends beside its own, derived from the same secret
+        and body (GitHub's legacy ``x-hub-signature``): part of every genuine delivery, never
+        one of the scheme's own headers (not verified here, not fuzzed)."""
+        ...
+
+    def agreeing(
+        self, headers: Sequence[tuple[str, bytes]], body: bytes, *, keys: Sequence[bytes]
+    ) -> tuple[tuple[str, bytes], ...]:
+        """``headers`` (wire order, any name case) without a companion signature the platform
+        sends beside its own (GitHub's legacy ``X-Hub-Signature``) unless the scheme's own
+        signature header is the genuine one of ``body`` under one of ``keys``: a request whose
+        signature was broken on purpose must not stay authentic through its companion."""
+        ...
+
     def signature_with(self, digest: bytes, *, timestamp: int) -> str:
         """A well-formed signature header value carrying ``digest`` as its one signature of the
         current version (whatever its length: for wrong-length cases)."""
@@ -549,6 +565,7 @@ class SchemeBase:
     """Whether a signature's text changes its bytes when a letter changes case: hex (the
     default) does not, so a receiver may compare it either way; base64 does."""
     unsigned_headers: ClassVar[frozenset[str]] = frozenset()
+    companion_headers: ClassVar[frozenset[str]] = frozenset()
     clear_fields: ClassVar[frozenset[str]] = frozenset()
     """Fields of the signature header not derived from the secret (Stripe's ``t``)."""
     garbled_signature: ClassVar[str]
@@ -615,6 +632,11 @@ class SchemeBase:
     def timestamp_of(self, headers: Mapping[str, str]) -> int | None:
         raw = headers.get(self.timestamp_header) if self.timestamp_header else None
         return int(raw) if raw and raw.isascii() and raw.isdigit() else None
+
+    def agreeing(
+        self, headers: Sequence[tuple[str, bytes]], body: bytes, *, keys: Sequence[bytes]
+    ) -> tuple[tuple[str, bytes], ...]:
+        return tuple(headers)  # a scheme without companion signatures sends its own alone
 
     def signature_values(self, headers: Mapping[str, str]) -> list[str]:
         raw = headers.get(self.signature_header, "")

@@ -1,12 +1,18 @@
 """GitHub-style signing: ``x-hub-signature-256: sha256=<hex>`` over the body, no timestamp.
 
 Replay protection comes from the inbox alone; the event id is ``x-github-delivery``; the HMAC key
-is the secret string's own bytes; a delivery carries one signature only.
+is the secret string's own bytes; a delivery carries one signature only. Beside it every delivery
+carries, as GitHub's do, the legacy ``x-hub-signature: sha1=<hex>`` of the same body and secret
+("provided for compatibility with existing integrations"): verification here reads only the
+SHA-256 header, but a receiver built on GitHub's older recipe reads the SHA-1 one, and
+:meth:`GitHubStyle.agreeing` keeps the two saying the same thing on a request whose SHA-256
+signature was broken on purpose.
 """
 
 from __future__ import annotations
 
 import base64
+import hmac
 import random
 import re
 from collections.abc import Mapping, Sequence
@@ -46,11 +52,16 @@ class GitHubStyle(SchemeBase):
         # event every GitHub receiver is sent first and must accept.
         ("x-github-event", "ping"),
     )
+    legacy_header: ClassVar[str] = "x-hub-signature"
+    """GitHub's SHA-1 signature header, sent beside the SHA-256 one for older integrations."""
+    companion_headers: ClassVar[frozenset[str]] = frozenset({legacy_header})
     id_header: ClassVar[str | None] = "x-github-delivery"
     unsigned_headers: ClassVar[frozenset[str]] = frozenset({"x-github-delivery"})
     case_sensitive_ids: ClassVar[bool] = False  # a GUID
     garbled_signature: ClassVar[str] = "sha256=zz"
-    redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(r"sha256=[0-9a-fA-F]{64}")
+    redaction_pattern: ClassVar[re.Pattern[str]] = re.compile(
+        r"sha256=[0-9a-fA-F]{64}|sha1=[0-9a-fA-F]{40}"
+    )
 
     def signed_content(self, body: bytes, *, event_id: str, timestamp: int) -> bytes:
         return body
@@ -58,8 +69,30 @@ class GitHubStyle(SchemeBase):
     def sign(
         self, body: bytes, *, secrets: Sequence[Secret], event_id: str, timestamp: int
     ) -> dict[str, str]:
-        digest = hmac_digest(secrets[0].raw_key(), body, "sha256").hex()
-        return {self.signature_header: f"sha256={digest}", "x-github-delivery": event_id}
+        key = secrets[0].raw_key()
+        return {
+            self.signature_header: f"sha256={hmac_digest(key, body, 'sha256').hex()}",
+            self.legacy_header: f"sha1={hmac_digest(key, body, 'sha1').hex()}",
+            "x-github-delivery": event_id,
+        }
+
+    def agreeing(
+        self, headers: Sequence[tuple[str, bytes]], body: bytes, *, keys: Sequence[bytes]
+    ) -> tuple[tuple[str, bytes], ...]:
+        own = [value for name, value in headers if name.lower() == self.signature_header]
+        genuine = len(own) == 1 and any(
+            hmac.compare_digest(own[0], f"sha256={hmac_digest(key, body, 'sha256').hex()}".encode())
+            for key in keys
+        )
+        if genuine:
+            return tuple(headers)
+        return tuple(
+            (name, value) for name, value in headers if name.lower() not in self.companion_headers
+        )
+
+    def signature_values(self, headers: Mapping[str, str]) -> list[str]:
+        legacy = headers.get(self.legacy_header, "").partition("=")[2]
+        return [*super().signature_values(headers), *([legacy] if len(legacy) > 8 else [])]
 
     def verify(
         self,

@@ -10,7 +10,6 @@ each.
 
 from __future__ import annotations
 
-import hashlib
 import hmac
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -122,33 +121,38 @@ def _stripe(secrets: Sequence[str], narrow: bool) -> Verify:
     return verify
 
 
-def _github(secrets: Sequence[str], narrow: bool) -> Verify:
-    """GitHub's documented check: ``hmac.compare_digest(expected, signature_header)``, 403.
-    ``narrow``: on the header's *text*, as the sample does (a non-ASCII header raises)."""
+def _github_with(header: str, algorithm: str) -> Callable[[Sequence[str], bool], Verify]:
+    """GitHub's documented check of ``header`` (``sha256``: ``X-Hub-Signature-256``, today's
+    recipe; ``sha1``: ``X-Hub-Signature``, the older one GitHub still serves by sending both):
+    ``hmac.compare_digest(expected, signature_header)``, 403. ``narrow``: on the header's
+    *text*, as the sample does (a non-ASCII header raises)."""
 
-    def verify(headers: Mapping[str, str], body: bytes) -> Refusal:
-        event_id = headers.get("x-github-delivery", "")
-        signature = headers.get("x-hub-signature-256")
-        if not signature or not event_id:
-            return _refuse(event_id)
-        if not _valid_id(event_id):
-            return _refuse(event_id)
-        for secret in secrets:
-            digest = hmac.new(secret.encode("utf-8"), msg=body, digestmod=hashlib.sha256)
-            expected = "sha256=" + digest.hexdigest()
-            if narrow:
-                matched = hmac.compare_digest(expected, signature)  # TypeError on non-ASCII
-            else:
-                matched = hmac.compare_digest(expected.encode(), signature.encode("latin-1"))
-            if matched:
-                try:
-                    json.loads(body)
-                except ValueError:
-                    return _refuse(event_id)
-                return event_id, None
-        return _refuse(event_id, 403)
+    def build(secrets: Sequence[str], narrow: bool) -> Verify:
+        def verify(headers: Mapping[str, str], body: bytes) -> Refusal:
+            event_id = headers.get("x-github-delivery", "")
+            signature = headers.get(header)
+            if not signature or not event_id:
+                return _refuse(event_id)
+            if not _valid_id(event_id):
+                return _refuse(event_id)
+            for secret in secrets:
+                digest = hmac.new(secret.encode("utf-8"), msg=body, digestmod=algorithm)
+                expected = f"{algorithm}=" + digest.hexdigest()
+                if narrow:
+                    matched = hmac.compare_digest(expected, signature)  # TypeError on non-ASCII
+                else:
+                    matched = hmac.compare_digest(expected.encode(), signature.encode("latin-1"))
+                if matched:
+                    try:
+                        json.loads(body)
+                    except ValueError:
+                        return _refuse(event_id)
+                    return event_id, None
+            return _refuse(event_id, 403)
 
-    return verify
+        return verify
+
+    return build
 
 
 LIBRARIES: Mapping[str, tuple[str, Callable[[Sequence[str], bool], Verify]]] = {
@@ -164,7 +168,8 @@ LIBRARIES: Mapping[str, tuple[str, Callable[[Sequence[str], bool], Verify]]] = {
     ),
     "svix_manual": ("svix", _svix_branded),
     "stripe": ("stripe", _stripe),
-    "github": ("github", _github),
+    "github": ("github", _github_with("x-hub-signature-256", "sha256")),
+    "github_sha1": ("github", _github_with("x-hub-signature", "sha1")),
 }
 """Each library: the scheme it verifies and how to build its verification (``narrow``: the
 sample's ``except`` to the letter)."""

@@ -148,8 +148,10 @@ def test_a_garbled_signature_is_malformed_for_its_scheme(name: str) -> None:
 def test_signature_values_are_the_secret_derived_ones(name: str) -> None:
     scheme, _secret, headers = _signed(name)
     values = scheme.signature_values(headers)
-    assert len(values) == 1
+    assert len(values) == 1 + len(scheme.companion_headers)
     assert values[0] in headers[scheme.signature_header]
+    for value, companion in zip(values[1:], sorted(scheme.companion_headers), strict=True):
+        assert value in headers[companion]
     assert str(NOW) not in values
     assert scheme.signature_values({}) == []
 
@@ -254,7 +256,7 @@ def test_the_broken_headers_are_the_scheme_headers_and_seeded(name: str) -> None
     scheme, _, headers = _signed(name)
     first = scheme.broken_headers(timestamp=NOW, rng=random.Random(5))
     assert first == scheme.broken_headers(timestamp=NOW, rng=random.Random(5))
-    assert {b.name for b in first} == set(headers)
+    assert {b.name for b in first} == set(headers) - scheme.companion_headers
     assert {b.role for b in first} <= set(scheme.roles)
     signature = next(b for b in first if b.role == "signature")
     assert signature.name == scheme.signature_header
@@ -269,3 +271,31 @@ def test_only_a_secret_foreign_to_the_scheme_is_warned_about() -> None:
     assert warning.startswith("does not start with 'whsec_'")
     for name in ("stripe", "github"):
         assert scheme_named(name).secret_warning("plain-string") is None
+
+
+def test_a_companion_signature_travels_only_beside_a_genuine_own_one() -> None:
+    """GitHub's legacy SHA-1 header is sent with every genuine delivery; once the SHA-256
+    signature is broken or repeated, it goes too (it would authenticate the request alone)."""
+    scheme = scheme_named("github")
+    secret = Secret("github-companion-secret")
+    body = b'{"zen":"Keep it logically awesome."}'
+    signed = scheme.sign(body, secrets=[secret], event_id="d-1", timestamp=NOW)
+    genuine = tuple((k, v.encode()) for k, v in signed.items())
+    keys = [scheme.key(secret)]
+    assert scheme.agreeing(genuine, body, keys=keys) == genuine
+    broken = tuple(
+        (k, b"sha256=" + b"0" * 64 if k == "x-hub-signature-256" else v) for k, v in genuine
+    )
+    repeated = (*genuine, ("X-Hub-Signature-256", signed["x-hub-signature-256"].encode()))
+    for request in (broken, repeated, genuine[:1] + genuine[2:]):
+        kept = {name.lower() for name, _ in scheme.agreeing(request, body, keys=keys)}
+        assert "x-hub-signature" not in kept
+    assert scheme.agreeing(genuine, body + b" ", keys=keys) != genuine  # another body
+    standard = scheme_named("standard")
+    other = tuple(
+        (k, v.encode())
+        for k, v in standard.sign(
+            body, secrets=[standard.mint_secret()], event_id="e", timestamp=NOW
+        ).items()
+    )
+    assert standard.agreeing(other, b"tampered", keys=[]) == other  # no companions to drop

@@ -89,7 +89,12 @@ def test_github_vector() -> None:
     verifier = Verifier([Secret("It's a Secret to Everybody")], scheme=GITHUB)
     expected = "sha256=757107ea0eb2509fc211221cce984b8a37570b6d7586c22c46f4379c8b043e17"
     headers = verifier.sign(b"Hello, World!", event_id="delivery-1", timestamp=0)
-    assert headers == {"x-hub-signature-256": expected, "x-github-delivery": "delivery-1"}
+    legacy = hmac.new(b"It's a Secret to Everybody", b"Hello, World!", hashlib.sha1).hexdigest()
+    assert headers == {  # GitHub sends the SHA-1 header too, "for existing integrations"
+        "x-hub-signature-256": expected,
+        "x-hub-signature": f"sha1={legacy}",
+        "x-github-delivery": "delivery-1",
+    }
     message = verifier.verify(
         b"Hello, World!", {"X-Hub-Signature-256": expected, "X-GitHub-Delivery": "delivery-1"}
     )
