@@ -206,7 +206,10 @@ class WireScheme:
     def agreeing(self, request: WireRequest) -> WireRequest:
         """``request`` as it goes on the wire: a companion signature the platform sends beside
         its own (GitHub's SHA-1) only where the scheme's own signature is genuine
-        (:meth:`receiver.schemes.base.Scheme.agreeing`)."""
+        (:meth:`receiver.schemes.base.Scheme.agreeing`); a scheme without companions sends its
+        requests as they are."""
+        if not self.scheme.companion_headers:
+            return request
         headers = self.scheme.agreeing(request.headers, request.body, keys=self.keys)
         return request if headers == request.headers else replace(request, headers=headers)
 

@@ -71,18 +71,21 @@ class GitHubStyle(SchemeBase):
     ) -> dict[str, str]:
         key = secrets[0].raw_key()
         return {
-            self.signature_header: f"sha256={hmac_digest(key, body, 'sha256').hex()}",
+            self.signature_header: self._own_signature(key, body),
             self.legacy_header: f"sha1={hmac_digest(key, body, 'sha1').hex()}",
             "x-github-delivery": event_id,
         }
+
+    def _own_signature(self, key: bytes, body: bytes) -> str:
+        """The ``x-hub-signature-256`` value of ``body`` under ``key``."""
+        return self.signature_with(hmac_digest(key, body, "sha256"), timestamp=0)
 
     def agreeing(
         self, headers: Sequence[tuple[str, bytes]], body: bytes, *, keys: Sequence[bytes]
     ) -> tuple[tuple[str, bytes], ...]:
         own = [value for name, value in headers if name.lower() == self.signature_header]
         genuine = len(own) == 1 and any(
-            hmac.compare_digest(own[0], f"sha256={hmac_digest(key, body, 'sha256').hex()}".encode())
-            for key in keys
+            hmac.compare_digest(own[0], self._own_signature(key, body).encode()) for key in keys
         )
         if genuine:
             return tuple(headers)
