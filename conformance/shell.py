@@ -46,9 +46,11 @@ def ansi_c_word(data: bytes) -> str:
 
 
 def printf_word(data: bytes) -> str:
-    """``data`` as a single-quoted ``printf`` format that prints exactly these bytes."""
+    """``data`` as a single-quoted ``printf`` format that prints exactly these bytes (a leading
+    ``-`` escaped too: dash's ``printf`` takes a format starting with one for an option)."""
     safe = _SAFE - {ord("%")}
-    return "'" + "".join(chr(b) if b in safe else f"\\{b:03o}" for b in data) + "'"
+    word = "".join(chr(b) if b in safe else f"\\{b:03o}" for b in data)
+    return "'" + ("\\055" + word[1:] if word.startswith("-") else word) + "'"
 
 
 def _run_word(byte: int, count: int) -> str:

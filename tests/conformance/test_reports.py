@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from starlette.responses import PlainTextResponse, RedirectResponse
 
@@ -109,6 +109,8 @@ _RUNNY = st.lists(
 
 @settings(max_examples=40, deadline=None)
 @given(_RUNNY)
+@example(b"-\x00")  # a format starting with '-' is an option to dash's printf
+@example(b"-" * 100 + b"x")
 def test_a_body_producer_writes_the_exact_bytes_whatever_its_runs(body: bytes) -> None:
     out = subprocess.run(
         ["sh", "-c", body_producer(body)], check=True, capture_output=True, timeout=20
