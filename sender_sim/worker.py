@@ -386,6 +386,14 @@ class Worker:
         sequential = 2 if notes.fired(self._fires(FaultKind.DUPLICATE_SEND, lease)) else 1
         return AttemptPlan(secrets, timestamp_skew, tamper, copies, sequential)
 
+    def _on_the_wire(self, moment: datetime) -> datetime:
+        """``moment`` of the simulation clock in the wire clock's time, for a header the
+        receiver reads: as far from the wire's now as it is from the simulation's (the two are
+        one time unless the simulation's clock is virtual; under a second apart counts as
+        one)."""
+        offset = self.context.wire_clock.now() - self.context.clock.now()
+        return moment + offset if abs(offset) >= timedelta(seconds=1) else moment
+
     def request(self, lease: Lease, plan: AttemptPlan) -> Request:
         """The attempt's request: signed afresh with the wire clock, the body byte-identical
         (unless the plan tampers with it after signing)."""
@@ -409,7 +417,7 @@ class Worker:
             timestamp=timestamp,
             delivery_id=delivery.delivery_id,
             attempt=delivery.attempt,
-            deadline_at=delivery.deadline_at,
+            deadline_at=self._on_the_wire(delivery.deadline_at),
         )
         if plan.tamper:
             body = _tamper(body)

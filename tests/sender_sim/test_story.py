@@ -188,11 +188,14 @@ def test_the_seed_story_end_to_end() -> None:
     assert {h["webhook-id"] for h in headers} == {"evt_renewal_18427"}
     assert {h["hookproof-delivery-id"] for h in headers} == {"del_01JMARKET42"}
     assert [h["hookproof-attempt"] for h in headers] == ["1", "2", "3"]
-    assert [h["hookproof-deadline"] for h in headers] == [
-        "2026-08-13T10:00:00.000000Z",
-        "2026-08-13T10:00:00.000000Z",
-        "2026-08-13T11:00:00.000000Z",
-    ]
+    # the deadline rides along in the receiver's (the wire's, real) time: as far from the
+    # attempt's signed timestamp as the delivery's deadline was from the simulated attempt
+    attempts = sim.attempts(did)
+    deadlines = [at("10:00:00"), at("10:00:00"), at("11:00:00")]
+    for header, attempt, deadline in zip(headers, attempts, deadlines, strict=True):
+        sent = datetime.fromtimestamp(int(header["webhook-timestamp"]), UTC)
+        shown = datetime.fromisoformat(header["hookproof-deadline"]) - sent
+        assert abs(shown - (deadline - attempt.started_at)) < timedelta(seconds=2)
     assert len({body for _, body, _ in transport.seen}) == 1  # byte-identical every time
 
     decisions = sim.decisions()

@@ -79,10 +79,13 @@ def test_every_scheme_verifies_at_the_receiver(make_sim: MakeSim, scheme: str) -
     data = document["data"]["object"] if scheme == "stripe" else document["data"]  # an Event
     assert data == {"renewal_id": "r"}
     assert ("id" in document) is (scheme == "stripe")
+    attempts = sim.attempts(did)
     for number, request in enumerate(receiver.requests, start=1):
         assert request.headers["hookproof-delivery-id"] == did
         assert request.headers["hookproof-attempt"] == str(number)
-        assert request.headers["hookproof-deadline"] == "2026-08-13T10:00:00.000000Z"
+        # the deadline in the receiver's (real) time, as far from now as from the simulation's
+        shown = datetime.fromisoformat(request.headers["hookproof-deadline"]) - datetime.now(UTC)
+        assert abs(shown - (DEADLINE - attempts[number - 1].started_at)) < timedelta(seconds=5)
         platform = dict(scheme_named(scheme).delivery_headers)
         for name, value in platform.items():  # what receivers built on its libraries rely on
             assert request.headers[name] == value
@@ -102,6 +105,11 @@ def test_every_attempt_is_signed_afresh_by_the_wire_clock(make_sim: MakeSim) -> 
     asyncio.run(sim.run_until_settled(delivery_ids=[did]))
     start = int(datetime(2030, 1, 1, tzinfo=UTC).timestamp()) - 3
     assert [int(r.headers["webhook-timestamp"]) for r in requests] == [start, start + 7, start + 14]
+    # the deadline in the wire's time: as far from the wire's now as from the simulation's
+    wire_now = [datetime.fromtimestamp(start + 7 * n, UTC) for n in range(3)]
+    left = [DEADLINE - attempt.started_at for attempt in sim.attempts(did)]
+    shown = [datetime.fromisoformat(r.headers["hookproof-deadline"]) for r in requests]
+    assert shown == [now + time_left for now, time_left in zip(wire_now, left, strict=True)]
     assert len({r.headers["webhook-signature"] for r in requests}) == 3
     assert {r.headers["webhook-id"] for r in requests} == {sim.delivery(did).event_id}
 
