@@ -131,6 +131,10 @@ class GitHubStyle(SchemeBase):
                     b"sha256=",
                     b"sha256=" + b"g" * 64,
                     b"sha1=" + random_bytes(rng, 20).hex().encode(),
+                    # another algorithm's name: a receiver that hashes with the name it is
+                    # given (PHP's hash_hmac($algo, ...)) throws on a non-cryptographic one
+                    b"crc32b=" + random_bytes(rng, 4).hex().encode(),
+                    b"md5=" + random_bytes(rng, 16).hex().encode(),
                     b"sha256:" + digest,
                     b"sha256=" + base64.b64encode(bytes.fromhex(digest.decode())),
                 ),

@@ -120,6 +120,7 @@ MUST_FAIL: dict[str, frozenset[str]] = {
     ),
     "github-verify-ignores-extra": frozenset({"signature.each-secret"}),
     "github-verify-reserialized": frozenset({"signature.raw-bytes"}),
+    "github-algorithm-from-header": frozenset({"signature.malformed-headers"}),
     "github-dedupe-before-verify": frozenset(
         {"signature.forged-then-genuine", "signature.tampered-then-genuine"}
     ),
