@@ -132,8 +132,9 @@ SCENARIOS: tuple[Scenario, ...] = (
         "retry-timeout",
         "Retry after a timeout, within the declared timeout",
         "An answer held past the declared timeout is given up within that timeout (plus slack, "
-        "never an open-ended hang) and retried.",
-        (step("hold"), answer(200)),
+        "never an open-ended hang) and retried, on a retry as on the first attempt (a timeout "
+        "set on the first request only leaves the retries open-ended).",
+        (step("hold"), step("hold"), answer(200)),
         _x("timeout_bounded", "the sender hangs up within its declared timeout plus slack"),
         POLICY,
         DELAYS,

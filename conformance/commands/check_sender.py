@@ -110,7 +110,7 @@ def run_check_sender(
     default=10.0,
     show_default=True,
     help="Seconds the first attempt may take to arrive after the trigger (plus the schedule's "
-    "first delay).",
+    "first delay and the slack).",
 )
 @max_time_option()
 @click.option(

@@ -100,11 +100,15 @@ def _timestamp(history: History) -> list[Problem]:
         arrived = a.arrived - first.arrived
         allowed = history.declared.slack(arrived) + _TIMESTAMP_RESOLUTION_S
         if abs(signed - arrived) > allowed:
+            why = (
+                "a reused or stale timestamp"
+                if signed < arrived
+                else "a timestamp running ahead of the clock: milliseconds, not seconds?"
+            )
             problems.append(
                 Problem(
                     f"attempt {a.number}'s timestamp is {signed:+d} s from attempt "
-                    f"{first.number}'s, but it arrived {arrived:.2f} s later (a reused or stale "
-                    "timestamp)",
+                    f"{first.number}'s, but it arrived {arrived:.2f} s later ({why})",
                     (first, a),
                 )
             )

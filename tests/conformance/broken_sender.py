@@ -36,6 +36,7 @@ BUGS = {
     "ignore-retry-after",
     "too-many-attempts",
     "no-timeout",
+    "no-timeout-on-retries",
     "fast-retries",
     "overlapping-retries",
     "hedged-retries",
@@ -143,7 +144,8 @@ def main() -> None:
             ).start()
             scheduled += delay
             continue
-        kind, status, retry_after, location = post(url, sent, headers, timeout)
+        waits = None if retry and bug == "no-timeout-on-retries" else timeout  # set once, on
+        kind, status, retry_after, location = post(url, sent, headers, waits)  # the first only
         if bug == "follows-redirects" and location:  # re-POSTs the signed body to the Location
             kind, status, retry_after, location = post(location, sent, headers, timeout)
         if kind == "status" and 200 <= status < 300:

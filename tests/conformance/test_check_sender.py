@@ -168,6 +168,27 @@ def test_an_independent_sender_passes_and_each_seeded_bug_is_caught(
         assert "attempt 1 at +0.000 s" in scenario["failures"][0]["reproduce"]
 
 
+def test_a_sender_that_bounds_only_its_first_attempt_fails_the_retry_timeout(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A timeout set on the first request only (a client configured once, then retries sent
+    without it): the scenario holds a retry's answer too, so the open-ended wait is seen."""
+    monkeypatch.setenv(
+        "BROKEN_SENDER_BUGS", json.dumps({"sender.retry-timeout": "no-timeout-on-retries"})
+    )
+    report = tmp_path / "report.json"
+    code = _run(
+        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
+        "--select", "sender.retry-timeout", "--json", str(report),
+    )  # fmt: skip
+    assert code == 1
+    (scenario,) = json.loads(report.read_text())["scenarios"]
+    assert scenario["outcome"] == "failed"
+    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    assert "still waiting on attempt 2" in observed
+    assert "attempt 1" not in observed.split("still waiting on attempt 2")[0]
+
+
 def test_a_sender_that_does_not_declare_json_fails_a_should(
     policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

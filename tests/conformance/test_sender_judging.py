@@ -134,6 +134,8 @@ def test_timestamps_by_differences_and_within_the_maximum_skew() -> None:
     assert _check("timestamp", FIXED, *skewed) == []  # a clock 20 s behind is no failure
     reused = [_attempt(1, 0), _attempt(2, 3, ts=WALL)]
     assert "reused or stale" in _check("timestamp", FIXED, *reused)[0]
+    ahead = [_attempt(1, 0), _attempt(2, 3, ts=WALL + 3000)]  # 3 s later, in milliseconds
+    assert "running ahead of the clock" in _check("timestamp", FIXED, *ahead)[0]
     far = [_attempt(1, 0, ts=WALL - 45)]
     assert "more than --max-skew 30 s" in _check("timestamp", FIXED, *far)[0]
 
