@@ -127,8 +127,15 @@ class CheckSettings:
             raise UsageError("no secret: pass --secret (repeatable) or 'secret' in the config")
         if self.scheme not in SCHEMES:
             raise UsageError(f"unknown scheme {self.scheme!r}; choose {scheme_choices()}")
-        if bool(self.probe) != bool(self.probe_token):
-            raise UsageError("--probe and --probe-token go together")
+        if self.probe and not self.probe_token:
+            raise UsageError(
+                "--probe needs its token: pass --probe-token (or set HOOKPROOF_PROBE_TOKEN)"
+            )
+        if self.probe_token and not self.probe:
+            raise UsageError(
+                "a probe token is set (--probe-token, HOOKPROOF_PROBE_TOKEN or the config) but "
+                "no --probe URL: pass --probe, or unset the token"
+            )
         if self.timeout <= 0:
             raise UsageError("--timeout must be positive")
         if self.concurrency < 2:

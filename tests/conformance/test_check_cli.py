@@ -225,7 +225,11 @@ def _free_port() -> int:
         (["check", "http://127.0.0.1:{port}/", "--secret", "whsec_%%%"], "secret"),
         (
             ["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--probe", "http://x/p"],
-            "go together",
+            "--probe needs its token",
+        ),
+        (
+            ["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--probe-token", "t"],
+            "no --probe URL",
         ),
         (
             ["check", "http://127.0.0.1:{port}/", "--secret", SECRET, "--config", "missing.toml"],
