@@ -48,14 +48,16 @@ STRIPE_EVENT_TEMPLATE = json.dumps(
         event_id=_REFERENCE,
         event_type=_PING,
         created=_CREATED_MARK,
-        data_object={"object": _PING, "reference": _REFERENCE, "note": _NOTE},
+        data_object={"id": _REFERENCE, "object": _PING, "reference": _REFERENCE, "note": _NOTE},
     ),
     separators=(",", ":"),
 ).replace(f'"created":{_CREATED_MARK}', '"created":{{created}}')
 """The generic event as a Stripe ``Event`` object, in the sender simulator's one spelling of
 that shape (:func:`sender_sim.envelope.stripe_event_document`): a receiver written against
-Stripe's SDK may read ``event.data.object`` of any event it gets, as it may of every event
-Stripe sends."""
+Stripe's SDK may read ``event.data.object`` of any event it gets, and its ``id``, as it may of
+every event Stripe sends. The object's ``id`` is the business reference: two distinct events
+about one object (``idempotency.distinct-same-body``) share it, so a receiver that deduplicates
+on the object rather than on the event loses the second."""
 
 DEFAULT_TEMPLATES: Mapping[str, str] = {"stripe": STRIPE_EVENT_TEMPLATE}
 """The default template of a scheme whose events have a shape of their own; others take

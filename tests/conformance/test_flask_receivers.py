@@ -70,6 +70,7 @@ FLASK_MUST_FAIL: dict[str, frozenset[str]] = {
     "std-abort-unknown": frozenset({"signature.valid"}),
     "std-mark-first": frozenset({"idempotency.staggered-duplicates"}),
     "stripe-tolerance": frozenset({"clock.past-outside", "clock.replay-after-window"}),
+    "stripe-object-key": frozenset({"idempotency.distinct-same-body"}),
     "std-queued-every-copy": frozenset(
         {"idempotency.sequential-duplicate", "idempotency.concurrent-duplicates"}
     ),

@@ -17,3 +17,12 @@ def test_an_sdk_handler_reading_data_object_acknowledges_the_generic_event() -> 
         "signature.valid": "passed",
         "clock.past-inside": "passed",
     }
+
+
+def test_an_sdk_handler_reading_the_objects_id_acknowledges_the_generic_event() -> None:
+    """Every Stripe object has an ``id``; a handler that logs or keys on it gets one (without it
+    the SDK's attribute access raises, a 500 to a correct receiver)."""
+    app = stripe_sdk_app(SECRET, lambda data_object: data_object.id)
+    settings = app_settings(None, scheme="stripe", select=("signature.valid",))
+    results = run_in_process(app, settings)
+    assert results["signature.valid"].outcome.value == "passed"

@@ -34,6 +34,7 @@ Variants (one realistic Flask bug each, apart from the docs and correct ones):
 | stripe-tolerance | stripe | ``construct_event(..., tolerance=0)`` ("strict"), which turns the timestamp check off |
 | stripe-first-secret | stripe | only the first configured secret |
 | stripe-json-reserialised | stripe | verifies ``json.dumps(request.get_json())`` |
+| stripe-object-key | stripe | deduplicates on ``event["data"]["object"]["id"]`` ("each invoice once"): a second, distinct event about the same object is answered as a duplicate and lost |
 | std-queued | standard | as Stripe's and Svix's docs recommend: the careful receiver, but the 2xx follows a commit of the inbox record together with a row in a ``jobs`` table; a worker thread applies the effect from the queue afterwards (effect + job deleted in one transaction) |
 | std-queued-every-copy | standard | queued, but every authentic copy is recorded with ``INSERT OR IGNORE`` and enqueued, duplicates too: the dedupe was left to a worker that does not do it |
 | std-queued-in-memory | standard | queued on a ``queue.Queue`` in memory after the inbox commit: a crash between the answer and the effect loses it |
@@ -536,6 +537,14 @@ class StripeJsonReserialised(CarefulStripe):
         return json.dumps(req.get_json(force=True, silent=True)).encode()
 
 
+class StripeObjectKey(CarefulStripe):
+    variant = "stripe-object-key"
+
+    def verify(self, req: Request, body: bytes) -> tuple[str, dict[str, Any]]:
+        _, payload = super().verify(req, body)
+        return str(payload["data"]["object"]["id"]), payload
+
+
 class Queued(CarefulStandard):
     """Acknowledge once stored, process later: the inbox record and a job commit together."""
 
@@ -655,6 +664,7 @@ CAREFUL: list[CarefulStandard] = [
     StripeTolerance(),
     StripeFirstSecret(),
     StripeJsonReserialised(),
+    StripeObjectKey(),
     PayloadJsonb(),
     *QUEUED,
 ]
