@@ -12,9 +12,15 @@ retention bug, unless the receiver does not deduplicate at all).
 One cause outranks the others: when the plainest authentic delivery (``signature.valid``) is not
 acknowledged at all, most of the catalogue fails with it — a wrong secret, scheme, path or event
 type, not thirty bugs. Every scenario whose own authentic delivery was refused then folds into
-:data:`REFUSED_AUTHENTIC`, whose fix quotes the receiver's answer. So does a receiver whose
+:data:`REFUSED_AUTHENTIC`, whose fix quotes the receiver's answer. The same goes for a plainest
+delivery answered 2xx that the probe shows without any effect (:data:`UNAPPLIED`: an event type
+the receiver skips, a dedupe key that collapses events): every event acknowledged and dropped
+folds into it. So does a receiver whose
 effects show only after its answer (:data:`EFFECT_AFTER_ANSWER`, named by the failures whose
-missing effect showed a moment later): every "applied once" check of the run fails with it. And
+missing effect showed a moment later): every "applied once" check of the run fails with it, and
+one that answers 2xx before it commits at all (:data:`ACKED_IN_FLIGHT`, named by the failures
+whose probe still showed the event in flight after its 2xx): its 503s to the copies that follow
+are its own in-flight answers, so :data:`UNAVAILABLE` folds into it. And
 an endpoint that answers with a redirect (:data:`REDIRECTED`: a URL moved to ``https://`` or to
 a trailing slash) fails every scenario whose answer was a 3xx for that one reason, since no
 webhook sender follows a redirect: its fix quotes the first such answer, ``Location`` included.
@@ -33,6 +39,7 @@ from dataclasses import dataclass
 from conformance.results import Outcome, ScenarioResult
 
 __all__ = [
+    "ACKED_IN_FLIGHT",
     "CAUSES",
     "EFFECT_AFTER_ANSWER",
     "FOLDS_INTO",
@@ -41,7 +48,9 @@ __all__ = [
     "REDIRECTED",
     "REFUSED_AUTHENTIC",
     "SCENARIO_CAUSES",
+    "UNAPPLIED",
     "UNAVAILABLE",
+    "VERIFY_FIRST",
     "Cause",
     "cause_of",
     "group_by_cause",
@@ -59,10 +68,22 @@ _RUN_WIDE = (REDIRECTED, RATE_LIMITED, UNAVAILABLE)
 """Causes that explain every failure of a scenario they appear in: nothing reached the handler."""
 EFFECT_AFTER_ANSWER = "effect-after-answer"
 """The cause key of a missing effect that showed a moment later: applied after the 2xx."""
+ACKED_IN_FLIGHT = "acknowledged-in-flight"
+"""The cause key of an event the probe still showed in flight after the receiver answered it 2xx:
+acknowledged before anything was committed (a background task, a queue that is not durable)."""
+VERIFY_FIRST = "verify-first"
+"""The cause key of a receiver that records an event id before verifying it: a refused copy
+poisons the id (the genuine copy that follows is taken for a duplicate)."""
 REFUSED_AUTHENTIC = "refused-authentic"
 """The cause key of a failure where a delivery that must be acknowledged (2xx) was not."""
+UNAPPLIED = "acknowledged-unapplied"
+"""The cause key of a failure where an event answered 2xx shows no effect at all on the probe:
+when the plainest delivery shows it, the receiver acknowledges the generic event and drops it."""
 PLAINEST = "signature.valid"
-"""The scenario whose refusal makes :data:`REFUSED_AUTHENTIC` the run's leading cause."""
+"""The scenario whose refusal (or acknowledged, unapplied delivery) makes
+:data:`REFUSED_AUTHENTIC` (or :data:`UNAPPLIED`) the run's leading cause."""
+_PLAINEST_CAUSES = (REFUSED_AUTHENTIC, UNAPPLIED)
+"""Causes that fold the rest of the run when the plainest delivery fails with them."""
 
 CAUSES: Mapping[str, str] = {
     "convention": "answer refusals with the codes the platform expects, or declare the codes "
@@ -88,12 +109,13 @@ CAUSES: Mapping[str, str] = {
     "header-case": "look header names up case-insensitively (Webhook-Id is webhook-id)",
     "repeated": "refuse a webhook header sent twice with different values (400), or verify and "
     "deduplicate on the same one value",
-    "verify-first": "verify (signature and timestamp) before recording the event id: a refused "
+    VERIFY_FIRST: "verify (signature and timestamp) before recording the event id: a refused "
     "copy leaves no trace, so the genuine copy that follows is accepted and applied once",
     "tolerance": "accept timestamps within the whole tolerance, in both directions",
     "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
-    "dedupe": "deduplicate on the event id (webhook-id) in a durable inbox, not on the body, "
-    "and answer a committed duplicate 2xx",
+    "dedupe": "deduplicate on the event id (webhook-id; a Stripe event's id; X-GitHub-Delivery) "
+    "in a durable inbox, not on the body or a business object's id, and answer a committed "
+    "duplicate 2xx",
     "retention": "keep each event id's dedupe record durably for as long as the sender may "
     "retry or redrive (days), not in a cache of recent ids or a record that expires in seconds",
     "in-flight": "claim the event id atomically; answer a copy that arrives mid-processing 503 "
@@ -114,6 +136,10 @@ CAUSES: Mapping[str, str] = {
     EFFECT_AFTER_ANSWER: "apply the effect before answering 2xx, committed with the inbox "
     "record in one transaction (the probe showed it only after the answer); if a durable queue "
     "applies it, tell hookproof with --settle",
+    ACKED_IN_FLIGHT: "answer 2xx only after the event id and its effect are committed: the "
+    "probe still showed an acknowledged event in flight (a background task or a queue in "
+    "memory answered for it, or it was taken for a duplicate of another event: a dedupe key "
+    "that is not the event id); the copies that follow then get 503, in flight",
     REDIRECTED: "serve webhooks at this URL itself, or give hookproof and your sender the URL "
     "it redirects to: webhook senders (Stripe's, Svix's, Standard Webhooks') never follow a "
     "redirect, so every delivery to it fails",
@@ -127,6 +153,9 @@ CAUSES: Mapping[str, str] = {
     REFUSED_AUTHENTIC: "acknowledge a correctly signed delivery: check that the receiver holds "
     "the secret you pass (--secret), verifies the --scheme you chose at this URL and accepts "
     "the event (--event-template)",
+    UNAPPLIED: "apply the events you acknowledge: the generic event was answered 2xx but the "
+    "probe shows no effect of it (an event type the receiver skips? then give "
+    "--event-template an event it handles; a dedupe key that is not the event id?)",
 }
 """Every known cause and its one-line fix."""
 
@@ -147,8 +176,8 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.unknown-version", "signature-list"),
     ("signature.list-positions", "signature-list"),
     ("signature.each-secret", "signature-list"),
-    ("signature.*-then-genuine", "verify-first"),
-    ("clock.stale-then-genuine", "verify-first"),
+    ("signature.*-then-genuine", VERIFY_FIRST),
+    ("clock.stale-then-genuine", VERIFY_FIRST),
     ("signature.raw-bytes", "raw-bytes"),
     ("signature.utf8-body", "raw-bytes"),
     ("signature.nul-escape", "storable"),
@@ -159,6 +188,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("clock.*", "stale"),
     ("idempotency.in-flight-*", "in-flight"),
     ("idempotency.concurrent-*", "in-flight"),
+    ("idempotency.staggered-duplicates", "in-flight"),
     ("idempotency.sender-hung-up", "hang-up"),
     ("idempotency.late-duplicate", "retention"),
     ("idempotency.duplicate-after-other-events", "retention"),
@@ -193,16 +223,19 @@ class Cause:
         return f"{self.fix} — {count} scenario{'' if count == 1 else 's'}"
 
 
-def cause_of(result: ScenarioResult, *, authentic_refused: bool = False) -> tuple[str, str]:
-    """The cause key and fix a failed ``result`` points at; ``authentic_refused``: the run's
-    plainest authentic delivery was refused, so a refused delivery of ``result`` points there."""
+def cause_of(result: ScenarioResult, *, plainest: str | None = None) -> tuple[str, str]:
+    """The cause key and fix a failed ``result`` points at; ``plainest``: the cause the run's
+    plainest authentic delivery failed with (:data:`REFUSED_AUTHENTIC`, :data:`UNAPPLIED`), so
+    a failure of ``result`` with that cause points there."""
     causes = [f.cause for f in result.failures]
     for run_wide in _RUN_WIDE:  # nothing of this scenario reached the handler
         if run_wide in causes:
             return run_wide, CAUSES[run_wide]
-    if authentic_refused and REFUSED_AUTHENTIC in causes:
-        return REFUSED_AUTHENTIC, CAUSES[REFUSED_AUTHENTIC]
-    named = [cause for cause in causes if cause and cause != REFUSED_AUTHENTIC]
+    if ACKED_IN_FLIGHT in causes:  # its 503s and refusals follow from the early 2xx
+        return ACKED_IN_FLIGHT, CAUSES[ACKED_IN_FLIGHT]
+    if plainest is not None and plainest in causes:
+        return plainest, CAUSES[plainest]
+    named = [cause for cause in causes if cause and cause not in _PLAINEST_CAUSES]
     # a result with a broken guarantee points at it, not at the convention it also broke
     if named and len(named) == len(result.failures):
         return named[0], CAUSES.get(named[0], named[0])
@@ -215,14 +248,12 @@ def cause_of(result: ScenarioResult, *, authentic_refused: bool = False) -> tupl
 def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     """The failed results' causes, most scenarios first (ties: first seen first)."""
     failed = [result for result in results if result.outcome is Outcome.FAILED]
-    refusal = _plainest_refusal(failed)
+    plainest, refusal = _plainest_failure(failed)
     first_answer = {
         key: next((f.observed for r in failed for f in r.failures if f.cause == key), None)
         for key in _RUN_WIDE
     }
-    keyed = [
-        (result, *cause_of(result, authentic_refused=refusal is not None)) for result in failed
-    ]
+    keyed = [(result, *cause_of(result, plainest=plainest)) for result in failed]
     present = {key for _, key, _ in keyed}
     groups: dict[str, tuple[str, list[str]]] = {}
     for result, key, fix in keyed:
@@ -239,20 +270,25 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
     return sorted(causes, key=lambda c: (c.key not in _LEADING, -len(c.scenarios)))
 
 
-FOLDS_INTO: Mapping[str, str] = {"retention": "dedupe"}
+FOLDS_INTO: Mapping[str, str] = {"retention": "dedupe", UNAVAILABLE: ACKED_IN_FLIGHT}
 """A narrower cause and the broader one it folds into when the same run shows that one too: a
 receiver that forgets a duplicate only after time or other events has a retention bug; one that
-also fails the immediate duplicate does not deduplicate at all."""
+also fails the immediate duplicate does not deduplicate at all. A receiver seen acknowledging
+events still in flight answers the copies that follow 503 itself (in flight, for ever or until
+its background work ends): no gateway needs to be throttling."""
 
-_LEADING = frozenset({*_RUN_WIDE, REFUSED_AUTHENTIC, EFFECT_AFTER_ANSWER})
+_LEADING = frozenset({*_RUN_WIDE, *_PLAINEST_CAUSES, EFFECT_AFTER_ANSWER, ACKED_IN_FLIGHT})
 """Causes that explain failures across families: listed first."""
 
 
-def _plainest_refusal(failed: Iterable[ScenarioResult]) -> str | None:
-    """What the receiver answered the plainest authentic delivery, if it refused it."""
+def _plainest_failure(failed: Iterable[ScenarioResult]) -> tuple[str | None, str | None]:
+    """The cause the plainest authentic delivery failed with, if one of
+    :data:`_PLAINEST_CAUSES`, and what the receiver answered it when it refused it."""
     for result in failed:
         if result.scenario.id == PLAINEST:
             for failure in result.failures:
                 if failure.cause == REFUSED_AUTHENTIC:
-                    return failure.observed
-    return None
+                    return REFUSED_AUTHENTIC, failure.observed
+                if failure.cause == UNAPPLIED:
+                    return UNAPPLIED, None
+    return None, None

@@ -16,13 +16,16 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
 from conformance.causes import (
+    ACKED_IN_FLIGHT,
     EFFECT_AFTER_ANSWER,
     RATE_LIMITED,
     REDIRECTED,
     REFUSED_AUTHENTIC,
+    UNAPPLIED,
     UNAVAILABLE,
+    VERIFY_FIRST,
 )
-from conformance.harnesses.exchanges import Exchange, seconds_text
+from conformance.harnesses.exchanges import Exchange, seconds_text, spellings
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation
 from conformance.probe import ProbeSnapshot
@@ -30,7 +33,13 @@ from conformance.results import Failure
 from receiver.problems import media_type
 from receiver.signing import SCHEMES
 
-__all__ = ["RECEIVER_CHECKS", "Unjudged", "mark_cause", "status_matches"]
+__all__ = [
+    "RECEIVER_CHECKS",
+    "Unjudged",
+    "mark_cause",
+    "status_matches",
+    "unverified_duplicate",
+]
 
 
 @dataclass(frozen=True)
@@ -107,7 +116,8 @@ async def _status(run: WireRun, expectation: Expectation) -> Verdict:
             observed=count + first.describe(run.redactions()),
             expected=f"{expectation.describe()} (allowed: {', '.join(allowed)})",
         )
-        return mark_cause(failure, allowed, first)
+        failure = mark_cause(run, failure, allowed, first)
+        return failure if "2xx" in allowed else unverified_duplicate(run, failure, first)
     return None
 
 
@@ -133,37 +143,90 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
     answer = shown[0] if shown else None
     if answer is not None and answer.status == 503:  # copies asked back until the deadline: an
         answer = None  # event stuck in flight (a lease that never ends), not an endpoint away
-    return mark_cause(failure, allowed, answer)
+    return mark_cause(run, failure, allowed, answer)
 
 
-def mark_cause(failure: Failure, allowed: tuple[str, ...], answer: Exchange | None) -> Failure:
+def mark_cause(
+    run: WireRun, failure: Failure, allowed: tuple[str, ...], answer: Exchange | None
+) -> Failure:
     """``failure`` marked with its run-wide cause: an ``answer`` that redirects (nothing reached
-    the handler; no sender follows it) or throttles the run (429), or a delivery that only a 2xx
-    answers (an authentic one) answered 503 (unavailable) or refused: when the plainest such
-    delivery is refused too, the report folds them together."""
+    the handler; no sender follows it) or throttles the run (429), a delivery that only a 2xx
+    answers (an authentic one) answered 503 (unavailable) or refused — when the plainest such
+    delivery is refused too, the report folds them together — or a 503 to a copy of an event the
+    receiver had answered 2xx before (a committed duplicate is 2xx: unavailable, or its own
+    in-flight answer when the run shows it acknowledging events before committing them)."""
     if answer is not None and answer.redirected:
         return replace(failure, cause=REDIRECTED)
     if answer is not None and answer.status == 429:
         return replace(failure, cause=RATE_LIMITED)
+    unavailable = answer is not None and answer.status == 503
+    if unavailable and answer is not None and _acknowledged_before(run, answer):
+        return replace(failure, cause=UNAVAILABLE)
     if allowed != ("2xx",):
         return failure
-    unavailable = answer is not None and answer.status == 503
     return replace(failure, cause=UNAVAILABLE if unavailable else REFUSED_AUTHENTIC)
 
 
+def _earlier_copies(run: WireRun, copy: Exchange) -> list[Exchange]:
+    """The copies of ``copy``'s event sent before it in this run."""
+    if copy.gap_s is None or not copy.event_id:
+        return []
+    return [
+        e
+        for group in run.exchanges.values()
+        for e in group
+        if e.event_id == copy.event_id and (e.gap_s is None or e.gap_s < copy.gap_s)
+    ]
+
+
+def _acknowledged_before(run: WireRun, copy: Exchange) -> bool:
+    """Whether an earlier copy of ``copy``'s event was answered 2xx in this run."""
+    return any(status_matches(e, "2xx") for e in _earlier_copies(run, copy))
+
+
+def unverified_duplicate(run: WireRun, failure: Failure, copy: Exchange) -> Failure:
+    """``failure`` (bad input that ``copy`` answered), marked :data:`VERIFY_FIRST` when
+    ``copy`` was answered 2xx as a copy of an event whose every earlier copy was refused: the
+    receiver recorded the id from a copy it refused, so this one is "a duplicate"."""
+    earlier = _earlier_copies(run, copy)
+    if failure.cause or not earlier or not status_matches(copy, "2xx"):
+        return failure
+    if any(status_matches(e, "2xx") for e in earlier):
+        return failure
+    return replace(failure, cause=VERIFY_FIRST)
+
+
 async def _probe_failure(
-    run: WireRun, expectation: Expectation, event_label: str, observed: str
+    run: WireRun,
+    expectation: Expectation,
+    event_label: str,
+    observed: str,
+    snapshot: ProbeSnapshot | None = None,
+    wanted: int = 0,
 ) -> Failure:
+    """The failure of a probe reading (``snapshot``, described by ``observed``; ``wanted``: the
+    effects the check expected), with every copy of the event sent and its answer. After a 2xx
+    to one of them, a reading of ``in_flight`` names :data:`~conformance.causes.ACKED_IN_FLIGHT`
+    (that answer came before any commit), one of no effect at all
+    :data:`~conformance.causes.UNAPPLIED` (which leads the report when the plainest delivery
+    shows it: the generic event acknowledged and dropped)."""
     event = run.events[event_label]
     sent = [e for group in run.exchanges.values() for e in group if e.event_id == event.event_id]
     assert run.options.probe is not None
     lines = [run.curl(e.request) for e in sent]
     lines.append(run.options.probe.curl(event.event_id, show_secrets=run.options.show_secrets))
     sensitive = run.redactions()
+    cause = ""
+    if snapshot is not None and any(status_matches(e, "2xx") for e in sent):
+        if snapshot.status == "in_flight":
+            observed += ", after a 2xx: acknowledged before it was committed"
+            cause = ACKED_IN_FLIGHT
+        elif wanted > 0 and snapshot.effects == 0:
+            cause = UNAPPLIED
     answers = "; ".join(e.describe(sensitive) for e in sent[:6])
     more = f" (+{len(sent) - 6} more)" if len(sent) > 6 else ""
     shown = f"{observed}; answers: {answers}{more}" if sent else observed
-    return Failure(expectation.describe(), shown, "\n".join(lines))
+    return Failure(expectation.describe(), shown, "\n".join(lines), cause=cause)
 
 
 async def _missing_effect(
@@ -177,7 +240,7 @@ async def _missing_effect(
     later = await run.effect_shown_after(event_id, wanted)
     said = snapshot.describe()
     if later is None:
-        return await _probe_failure(run, expectation, label, said)
+        return await _probe_failure(run, expectation, label, said, snapshot, wanted)
     advice = (
         f"more than --settle {run.options.settle:g} s after it"
         if run.options.settle > 0
@@ -215,7 +278,10 @@ def _probe_count(field: str, unjudged: str, *, settles: bool) -> CheckFn:
         if wrong and settles and snapshot.status == "committed" and count < wanted:
             return await _missing_effect(run, expectation, label, snapshot, wanted)
         if wrong:
-            return await _probe_failure(run, expectation, label, snapshot.describe())
+            expected = wanted if field == "effects" else 0
+            return await _probe_failure(
+                run, expectation, label, snapshot.describe(), snapshot, expected
+            )
         return None
 
     judge.__doc__ = f"The probe shows exactly ``equals`` (or at most ``at_most``) {field}."
@@ -248,7 +314,7 @@ async def _committed(run: WireRun, expectation: Expectation) -> Verdict:
     if snapshot.status == "committed" and snapshot.effects < 1:
         return await _missing_effect(run, expectation, label, snapshot, 1)
     if snapshot.status != "committed":
-        return await _probe_failure(run, expectation, label, snapshot.describe())
+        return await _probe_failure(run, expectation, label, snapshot.describe(), snapshot, 1)
     return None
 
 
@@ -286,7 +352,7 @@ async def _problem_json(run: WireRun, expectation: Expectation) -> Verdict:
             if media != "application/problem+json":
                 observed = f"{exchange.status} with content-type {media or '(none)'!r}"
                 failure = _failure(run, expectation, [exchange], observed=observed)
-                return mark_cause(failure, (), exchange)  # a gateway's 429 page, say
+                return mark_cause(run, failure, (), exchange)  # a gateway's 429 page, say
     return None
 
 
@@ -321,7 +387,8 @@ async def _no_leak(run: WireRun, expectation: Expectation) -> Verdict:
     """No answer body or header contains a secret or a signature (sent or expected)."""
     for exchange in _labelled(run, expectation):
         text = exchange.body + " " + " ".join(exchange.headers.values())
-        if any(candidate in text for candidate in _leak_candidates(run, exchange)):
+        candidates = _leak_candidates(run, exchange)
+        if any(form in text for candidate in candidates for form in spellings(candidate)):
             return _failure(
                 run,
                 expectation,
@@ -375,7 +442,9 @@ async def _effects_every(run: WireRun, expectation: Expectation) -> Verdict:
         if snapshot.status == "committed" and snapshot.effects < wanted:
             return await _missing_effect(run, expectation, label, snapshot, wanted)
         if snapshot.effects != wanted:
-            return await _probe_failure(run, expectation, label, snapshot.describe())
+            return await _probe_failure(
+                run, expectation, label, snapshot.describe(), snapshot, wanted
+            )
     return None
 
 

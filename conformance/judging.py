@@ -21,7 +21,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance.answers import IN_FLIGHT, RETRY_LATER, SIGNED_BAD_BODY, UNSIGNED_ID, refusal_of
-from conformance.checks import RECEIVER_CHECKS, Unjudged, mark_cause, status_matches
+from conformance.checks import (
+    RECEIVER_CHECKS,
+    Unjudged,
+    mark_cause,
+    status_matches,
+    unverified_duplicate,
+)
 from conformance.harnesses.exchanges import Exchange
 from conformance.harnesses.state import WireRun
 from conformance.model import Expectation, Scenario, Severity
@@ -33,6 +39,10 @@ Verdict = Failure | Unjudged | None
 
 CONVENTION = "convention"
 """The cause key of a refusal answered with another code than the one expected."""
+_VERIFIED_BEFORE_RECORDING = frozenset({"bad_signature", "missing_header"})
+"""The refusal classes whose 2xx to a copy of an event whose earlier copies were refused shows
+the id recorded unverified: its signature is broken or missing. (A stale copy answered so may
+come from a receiver that never checks timestamps: its scenario's own cause says both.)"""
 
 
 def _refused(exchange: Exchange) -> bool:
@@ -90,8 +100,15 @@ async def _judge_refusal(
     wrong = [e for e in exchanges if not kept(e)]
     if wrong:
         shown = _shown(run, exchanges, wrong)
-        failure = Failure(guarantee, shown, run.curl(wrong[0].request), scenario.severity)
-        return mark_cause(failure, (), wrong[0])
+        failure = mark_cause(
+            run,
+            Failure(guarantee, shown, run.curl(wrong[0].request), scenario.severity),
+            (),
+            wrong[0],
+        )
+        if refusal in _VERIFIED_BEFORE_RECORDING:
+            return unverified_duplicate(run, failure, wrong[0])
+        return failure
     declared = dict(run.options.answers).get(refusal)
     if declared:  # a copy in flight may always be answered 2xx once the event is committed
         patterns = (*(["2xx"] if refusal == IN_FLIGHT else []), *(str(c) for c in declared))
@@ -113,7 +130,7 @@ async def _judge_refusal(
     failure = Failure(expected, shown, run.curl(other[0].request), severity, CONVENTION)
     if refusal == IN_FLIGHT:  # a 429 to a copy in flight asks it back: a convention, not a limit
         return failure
-    return mark_cause(failure, (), other[0])
+    return mark_cause(run, failure, (), other[0])
 
 
 def _pattern_text(pattern: str) -> str:

@@ -66,7 +66,12 @@ SCENARIOS: tuple[Scenario, ...] = (
         ),
         expectations=(
             expect("status", "both answers are 2xx", label="first", allowed=("2xx",)),
-            expect("status", "the duplicate is 2xx (not 409)", label="duplicate", allowed=("2xx",)),
+            expect(
+                "status",
+                "the duplicate is 2xx (a committed event: not 409, not 503)",
+                label="duplicate",
+                allowed=("2xx",),
+            ),
             ONCE,
             SAME_BYTES,
             FRESH,

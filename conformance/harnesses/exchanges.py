@@ -5,18 +5,28 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from conformance.harnesses.signed_requests import REDACTED, WireRequest
 from receiver.redaction import SCRUBBED_LENGTH
 
-__all__ = ["SAMPLE_CHARS", "Exchange", "scrub", "seconds_text"]
+__all__ = ["SAMPLE_CHARS", "Exchange", "scrub", "seconds_text", "spellings"]
 
 SAMPLE_CHARS = 300
 
 
+def spellings(value: str) -> set[str]:
+    """The ways an answer may carry ``value`` (a base64 secret or signature holds ``/`` and
+    ``+``): as is, JSON-escaped with ``\\/`` (PHP's ``json_encode`` writes every ``/`` so), and
+    percent-encoded (in a URL or a form field)."""
+    return {value, value.replace("/", "\\/"), quote(value, safe="")}
+
+
 def scrub(text: str, sensitive: Iterable[str]) -> str:
-    """``text`` with every sensitive string (secret, signature) replaced by ``<redacted>``."""
-    for value in sorted({s for s in sensitive if len(s) >= SCRUBBED_LENGTH}, key=len, reverse=True):
+    """``text`` with every sensitive string (secret, signature), in any of its
+    :func:`spellings`, replaced by ``<redacted>``."""
+    kept = {form for s in sensitive if len(s) >= SCRUBBED_LENGTH for form in spellings(s)}
+    for value in sorted(kept, key=len, reverse=True):
         text = text.replace(value, REDACTED)
     return text
 

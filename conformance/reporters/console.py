@@ -16,7 +16,7 @@ from typing import TextIO
 from rich.status import Status
 from rich.text import Text
 
-from conformance.causes import PLAINEST, REFUSED_AUTHENTIC, group_by_cause
+from conformance.causes import PLAINEST, REFUSED_AUTHENTIC, UNAPPLIED, group_by_cause
 from conformance.events import (
     Event,
     RunFinished,
@@ -145,13 +145,16 @@ class ConsoleReporter:
             self._echo(Text("What to fix", style="bold"))
             for cause in causes:
                 self._echo(f"  - {cause.line}: {', '.join(cause.scenarios)}")
-        # Scenarios that only failed because the plainest delivery's refusal met them too are
-        # one line each unless --verbose: the cause above already says what to fix.
+        # Scenarios that only failed because what the plainest delivery met (a refusal, an
+        # acknowledgement without effect) met them too are one line each unless --verbose: the
+        # cause above already says what to fix.
+        leading = causes[0].key if causes else None
         folded = (
             set(causes[0].scenarios) - {PLAINEST}
-            if causes and causes[0].key == REFUSED_AUTHENTIC and not self.verbose
+            if leading in (REFUSED_AUTHENTIC, UNAPPLIED) and not self.verbose
             else set()
         )
+        same = "refusal" if leading == REFUSED_AUTHENTIC else "cause"
         if broken:
             self._echo()
             self._echo(Text("Failures", style="bold"))
@@ -162,7 +165,7 @@ class ConsoleReporter:
             briefly = [result for result in broken if result.scenario.id in folded]
             if briefly:
                 self._echo()
-                self._echo("Failed by the same refusal (--verbose shows each):")
+                self._echo(f"Failed by the same {same} (--verbose shows each):")
                 for result in briefly:
                     scenario = result.scenario
                     self._echo(f"  {scenario.id} [{result.severity.value}] — {scenario.title}")

@@ -30,6 +30,8 @@ PROBE_TOKEN = "probe-token-for-tests"
 
 BROKEN: Mapping[str, str] = {
     "rejects-generic-event": "answers 422 to an event type it does not know",
+    "ignores-generic-event": "answers 200 to an event type it has no handler for and records "
+    "nothing (Stripe's sample: 'Unhandled event type', then success)",
     "no-signature-check": "never verifies the signature",
     "missing-is-401": "answers 401 (not 400) when a header is missing",
     "crash-on-malformed": "parses headers without guarding, so garbage raises a 500",
@@ -40,6 +42,8 @@ BROKEN: Mapping[str, str] = {
     "no-timestamp-check": "never checks the signed timestamp",
     "accepts-far-future": "checks only that the timestamp is not too old",
     "dedupe-before-verify": "answers a known event id before verifying the request",
+    "seen-before-verify": "adds every webhook-id to its seen set before verifying, and answers "
+    "an id in the set as a duplicate",
     "no-dedupe": "applies every valid delivery",
     "dedupe-on-body-hash": "deduplicates by the body's hash instead of the event id",
     "conflict-on-duplicate": "answers 409 to a duplicate of a committed event",
@@ -88,6 +92,7 @@ BROKEN: Mapping[str, str] = {
 
 MUST_FAIL: Mapping[str, frozenset[str]] = {
     "rejects-generic-event": frozenset({"signature.valid", "idempotency.sequential-duplicate"}),
+    "ignores-generic-event": frozenset({"signature.valid", "idempotency.sequential-duplicate"}),
     "no-signature-check": frozenset({"signature.tampered-body", "signature.wrong-secret"}),
     "missing-is-401": frozenset(
         {"signature.missing-id", "signature.missing-timestamp", "signature.missing-signature"}
@@ -107,6 +112,9 @@ MUST_FAIL: Mapping[str, frozenset[str]] = {
     ),
     "accepts-far-future": frozenset({"clock.future-outside", "clock.far-future"}),
     "dedupe-before-verify": frozenset({"clock.replay-after-window"}),
+    "seen-before-verify": frozenset(
+        {"signature.forged-then-genuine", "signature.truncated-signature"}
+    ),
     "no-dedupe": frozenset(
         {
             "idempotency.sequential-duplicate",
@@ -393,6 +401,8 @@ def plain_receiver(
         if verify is not None:
             return verify(headers, body)
         event_id = headers.get("webhook-id", "")
+        if "seen-before-verify" in bugs:
+            state.seen.add(event_id)
         if "claim-not-released" in bugs and event_id:
             db.execute(
                 "INSERT OR IGNORE INTO inbox VALUES (?, ?, 'in_flight', NULL, 1, ?)",
@@ -449,6 +459,8 @@ def plain_receiver(
             db.execute("INSERT INTO payloads VALUES (?, ?)", (event_id, text))
         if "rejects-generic-event" in bugs and document.get("type") not in KNOWN_TYPES:
             return _problem(state, 422, "unknown-type", "unknown event type")
+        if "ignores-generic-event" in bugs and document.get("type") not in KNOWN_TYPES:
+            return JSONResponse({"status": "ignored"})
         key = hashlib.sha256(body).hexdigest() if "dedupe-on-body-hash" in bugs else event_id
         if "no-dedupe" in bugs:
             key = f"{event_id}#{next(state.serial)}"

@@ -87,6 +87,8 @@ PHP_MUST_FAIL: dict[str, frozenset[str]] = {
         }
     ),
     "tenant_before_verify": frozenset({"signature.body-odd-json", "signature.body-not-json"}),
+    # json_encode writes the leaked signature's '/' as '\/': found in that spelling too
+    "debug_mismatch": frozenset({"response.no-secret-leak"}),
 }
 """For each broken PHP variant (the table in router.php), the scenarios observed to fail."""
 

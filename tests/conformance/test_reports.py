@@ -137,7 +137,7 @@ def test_failures_are_grouped_by_their_likely_cause_most_first() -> None:
     ]
     causes = group_by_cause(results)
     assert [c.key for c in causes] == ["dedupe", "convention", "tolerance"]
-    assert causes[0].line.startswith("deduplicate on the event id (webhook-id)")
+    assert causes[0].line.startswith("deduplicate on the event id (webhook-id;")
     assert causes[0].line.endswith(" — 3 scenarios")
     assert causes[1].line.endswith(" — 1 scenario")
 
@@ -151,6 +151,23 @@ def test_effects_applied_after_the_answer_lead_however_few() -> None:
     causes = group_by_cause(results)
     assert [c.key for c in causes] == ["effect-after-answer", "dedupe"]
     assert "--settle" in causes[0].fix
+
+
+def test_503s_fold_into_an_acknowledgement_in_flight_and_lead_without_one() -> None:
+    """A 503 to a copy is a gateway shedding load, unless the run shows the receiver answering
+    2xx to events still in flight: then it is that receiver's own in-flight answer."""
+    unavailable = _result("idempotency.sequential-duplicate", _failure(cause="unavailable"))
+    early = _result("signature.valid", _failure(cause="acknowledged-in-flight"))
+    mixed = _result(
+        "signature.repeated-headers", _failure(), _failure(cause="acknowledged-in-flight")
+    )
+    folded = group_by_cause([_result("clock.past-inside", _failure()), unavailable, early, mixed])
+    assert [(c.key, len(c.scenarios)) for c in folded] == [
+        ("acknowledged-in-flight", 3),
+        ("tolerance", 1),
+    ]
+    alone = group_by_cause([_result("clock.past-inside", _failure()), unavailable])
+    assert [c.key for c in alone] == ["unavailable", "tolerance"]
 
 
 def test_a_dedupe_that_forgets_is_a_retention_bug_unless_it_never_dedupes() -> None:
@@ -191,6 +208,66 @@ def test_a_receiver_that_refuses_every_authentic_delivery_is_told_that_first() -
     assert "--secret" in first.fix
     assert "answered 401" in first.fix
     assert results["signature.tampered-body"].outcome is Outcome.PASSED
+
+
+def test_a_receiver_that_acknowledges_before_it_commits_is_told_that_first() -> None:
+    """A receiver that answers 2xx before committing (a background task) fails most of the
+    catalogue, and its 503s to the copies that follow look like a gateway shedding load. The
+    probe, read after the 2xx, still shows the event in flight: the report leads with that one
+    cause and folds the 503s into it, instead of fifteen fixes of bugs the receiver has not got."""
+    receiver = plain_receiver(SECRET, bugs=frozenset({"ack-before-commit"}))
+    with running_server(receiver) as base:
+        results = check_variant(base, secrets=(SECRET,), probe_token=PROBE_TOKEN, max_body=4096)
+    failed = {sid for sid, r in results.items() if r.outcome is Outcome.FAILED}
+    first, *rest = group_by_cause(results.values())
+    assert first.key == "acknowledged-in-flight"
+    assert {"signature.valid", "response.ack-after-commit"} <= set(first.scenarios)
+    assert len(first.scenarios) >= 10
+    assert "unavailable" not in {cause.key for cause in rest}
+    valid = results["signature.valid"].failures[0]
+    assert "in_flight" in valid.observed
+    assert "after a 2xx: acknowledged before it was committed" in valid.observed
+    assert set(first.scenarios) <= failed
+
+
+def test_a_receiver_that_acknowledges_the_generic_event_and_drops_it_is_told_that_first() -> None:
+    """Stripe's sample answers an event type it has no handler for with success and does
+    nothing: every scenario that expects an effect fails. The report leads with that one cause
+    (the probe showed no effect after the 2xx), not with a dozen bugs the receiver has not got;
+    a refusal it got right passes, and the console lists the folded scenarios one line each."""
+    receiver = plain_receiver(SECRET, bugs=frozenset({"ignores-generic-event"}))
+    with running_server(receiver) as base:
+        results = check_variant(base, secrets=(SECRET,), probe_token=PROBE_TOKEN, max_body=4096)
+    first, *rest = group_by_cause(results.values())
+    assert first.key == "acknowledged-unapplied"
+    assert "--event-template" in first.fix
+    assert {"signature.valid", "signature.rotation", "clock.past-inside"} <= set(first.scenarios)
+    assert len(first.scenarios) >= 15
+    assert all(len(cause.scenarios) <= 2 for cause in rest), rest
+    assert results["signature.tampered-body"].outcome is Outcome.PASSED
+    started, finished = _finished(*results.values())
+    stream = io.StringIO()
+    reporter = ConsoleReporter(stream, colour=False)
+    reporter.handle(started)
+    reporter.handle(finished)
+    out = stream.getvalue()
+    assert "Failed by the same cause (--verbose shows each):" in out
+    assert "  signature.rotation [must] — " in out
+
+
+def test_bad_input_answered_as_a_duplicate_points_at_the_id_recorded_before_verifying() -> None:
+    """A receiver that records each webhook-id before verifying answers the second of two
+    truncated (or wrong-length) copies "duplicate", 200: the fix is the order of its steps, not
+    how it compares signatures or parses headers."""
+    receiver = plain_receiver(SECRET, bugs=frozenset({"seen-before-verify"}))
+    aimed = ("signature.truncated-signature", "signature.wrong-length-entry")
+    with running_server(receiver) as base:
+        results = check_variant(
+            base, secrets=(SECRET,), probe_token=PROBE_TOKEN, max_body=4096, select=aimed
+        )
+    (cause,) = group_by_cause(results.values())
+    assert (cause.key, set(cause.scenarios)) == ("verify-first", set(aimed))
+    assert "before recording the event id" in cause.fix
 
 
 def test_a_refused_second_secret_keeps_its_own_cause_when_the_plainest_delivery_passes() -> None:

@@ -35,6 +35,7 @@
 // | catch_all_200        | catch (Throwable) { http_response_code(200); }: refusals look accepted       |
 // | unique_violation     | no dedupe lookup, relies on the UNIQUE constraint: a redelivery is a 500     |
 // | tenant_before_verify | tenantOf(array $event) on json_decode($body) before verifying: a TypeError   |
+// | debug_mismatch       | a mismatch answers json_encode(['expected' => ...]): every '/' written '\/'   |
 
 declare(strict_types=1);
 
@@ -66,6 +67,7 @@ const VARIANTS = [
     'catch_all_200' => CatchAll200Receiver::class,
     'unique_violation' => UniqueViolationReceiver::class,
     'tenant_before_verify' => TenantBeforeVerifyReceiver::class,
+    'debug_mismatch' => DebugMismatchReceiver::class,
 ];
 
 $path = (string) parse_url((string) ($_SERVER['REQUEST_URI'] ?? '/'), PHP_URL_PATH);

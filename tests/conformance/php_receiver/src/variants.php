@@ -267,3 +267,23 @@ final class TenantBeforeVerifyReceiver extends Receiver
         return (string) ($event['data']['tenant'] ?? 'default');
     }
 }
+
+/**
+ * A debugging aid left in: a signature mismatch is answered with the signature it expected,
+ * written by json_encode's defaults, which escape every '/' of the base64 as '\/'.
+ */
+final class DebugMismatchReceiver extends Receiver
+{
+    protected function verifySignature(string $signedContent, string $header): void
+    {
+        try {
+            parent::verifySignature($signedContent, $header);
+        } catch (Refusal $refusal) {
+            $expected = base64_encode(hash_hmac('sha256', $signedContent, $this->keys()[0], true));
+            http_response_code(401);
+            header('Content-Type: application/json');
+            echo json_encode(['error' => 'signature mismatch', 'expected' => 'v1,' . $expected]);
+            exit;
+        }
+    }
+}
