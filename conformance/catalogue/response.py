@@ -66,7 +66,7 @@ SCENARIOS: tuple[Scenario, ...] = (
         id="response.no-secret-leak",
         title="Errors never echo secrets or signatures",
         guarantee="No answer contains the secret, the signature sent, or the signature the "
-        "receiver expected.",
+        "receiver expected, as is, JSON-escaped (PHP writes / as \\/) or percent-encoded.",
         severity=Severity.MUST,
         tags=RC,
         steps=(
