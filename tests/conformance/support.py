@@ -11,6 +11,7 @@ import os
 import re
 import shutil
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,23 @@ def app_settings(probe_token: str | None, **overrides: Any) -> CheckSettings:
         **probe,
     )
     return base.merged(overrides)
+
+
+def refusing_app(answer: Callable[[dict[str, str]], str], status: int = 400) -> Any:
+    """An ASGI app answering every request ``status`` with ``answer(request headers)``."""
+
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        more = True
+        while more:
+            more = (await receive()).get("more_body", False)
+        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
+        body = answer(headers).encode()
+        await send({"type": "http.response.start", "status": status, "headers": []})
+        await send({"type": "http.response.body", "body": body})
+
+    return app
 
 
 def run_in_process(app: Any, settings: CheckSettings) -> dict[str, ScenarioResult]:

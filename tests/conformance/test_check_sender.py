@@ -18,6 +18,7 @@ import tomllib
 import xml.etree.ElementTree as ET
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -75,6 +76,21 @@ def policy(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def _run(*arguments: str) -> int:
     return main(["check-sender", "--secret", SECRET, *arguments])
+
+
+def _one_bug(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario_id: str, bug: str
+) -> tuple[int, dict[str, Any]]:
+    """The exit code and the report's one scenario of ``scenario_id`` run against the broken
+    sender committing ``bug`` in it."""
+    monkeypatch.setenv("BROKEN_SENDER_BUGS", json.dumps({scenario_id: bug}))
+    report = tmp_path / "report.json"
+    code = _run(
+        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
+        "--select", scenario_id, "--json", str(report),
+    )  # fmt: skip
+    (scenario,) = json.loads(report.read_text())["scenarios"]
+    return code, scenario
 
 
 def test_every_sender_scenario_is_interpretable() -> None:
@@ -173,16 +189,10 @@ def test_a_sender_that_bounds_only_its_first_attempt_fails_the_retry_timeout(
 ) -> None:
     """A timeout set on the first request only (a client configured once, then retries sent
     without it): the scenario holds a retry's answer too, so the open-ended wait is seen."""
-    monkeypatch.setenv(
-        "BROKEN_SENDER_BUGS", json.dumps({"sender.retry-timeout": "no-timeout-on-retries"})
+    code, scenario = _one_bug(
+        policy, tmp_path, monkeypatch, "sender.retry-timeout", "no-timeout-on-retries"
     )
-    report = tmp_path / "report.json"
-    code = _run(
-        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
-        "--select", "sender.retry-timeout", "--json", str(report),
-    )  # fmt: skip
     assert code == 1
-    (scenario,) = json.loads(report.read_text())["scenarios"]
     assert scenario["outcome"] == "failed"
     observed = " | ".join(f["observed"] for f in scenario["failures"])
     assert "still waiting on attempt 2" in observed
@@ -195,16 +205,10 @@ def test_a_sender_that_does_not_declare_json_fails_a_should(
     """A sender whose attempts say text/plain: express.raw({type: 'application/json'}) hands
     the documented receivers no body to verify. A convention of the platform (should), named
     per attempt; a charset parameter is the sender's own business."""
-    monkeypatch.setenv(
-        "BROKEN_SENDER_BUGS", json.dumps({"sender.signature-every-attempt": "text-plain"})
+    code, scenario = _one_bug(
+        policy, tmp_path, monkeypatch, "sender.signature-every-attempt", "text-plain"
     )
-    report = tmp_path / "report.json"
-    code = _run(
-        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
-        "--select", "sender.signature-every-attempt", "--json", str(report),
-    )  # fmt: skip
     assert code == 0  # a should
-    (scenario,) = json.loads(report.read_text())["scenarios"]
     assert scenario["outcome"] == "failed"
     assert [f["severity"] for f in scenario["failures"]] == ["should"]
     observed = scenario["failures"][0]["observed"]
@@ -217,14 +221,10 @@ def test_a_hedged_retry_whose_success_drops_the_held_attempt_is_seen_in_flight(
     """A hedging sender fires its retry while the first attempt is still held and exits the
     moment the retry gets its 2xx: the held attempt ends milliseconds after the retry came, too
     close for any timing tolerance, but it was seen open when the retry arrived (a should)."""
-    monkeypatch.setenv("BROKEN_SENDER_BUGS", json.dumps({"sender.one-in-flight": "hedged-retries"}))
-    report = tmp_path / "report.json"
-    code = _run(
-        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
-        "--select", "sender.one-in-flight", "--json", str(report),
-    )  # fmt: skip
+    code, scenario = _one_bug(
+        policy, tmp_path, monkeypatch, "sender.one-in-flight", "hedged-retries"
+    )
     assert code == 0  # a should
-    (scenario,) = json.loads(report.read_text())["scenarios"]
     assert scenario["outcome"] == "failed", scenario
     observed = " | ".join(f["observed"] for f in scenario["failures"])
     assert "attempt 2 arrived while attempt 1 was still in flight: its connection was open" in (

@@ -6,15 +6,14 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 from urllib.parse import quote
 
 import pytest
 
 from conformance.harnesses.exchanges import scrub, spellings
 from conformance.results import Outcome
-from tests.conformance.support import app_settings, run_in_process
+from tests.conformance.support import app_settings, refusing_app, run_in_process
 
 SECRET = "whsec_" + base64.b64encode(b"\xfb\xff\xbf" * 8).decode()
 """A secret whose base64 holds ``/`` and ``+``."""
@@ -35,21 +34,6 @@ def test_every_spelling_of_a_value_is_scrubbed() -> None:
     assert scrubbed.count("<redacted>") == 4
 
 
-def _refusing(body: Callable[[], str]) -> Callable[..., Awaitable[None]]:
-    """An ASGI app answering every request 401 with ``body()``."""
-
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        more = True
-        while more:
-            more = (await receive()).get("more_body", False)
-        await send({"type": "http.response.start", "status": 401, "headers": []})
-        await send({"type": "http.response.body", "body": body().encode()})
-
-    return app
-
-
 @pytest.mark.parametrize(
     "spelling",
     [
@@ -58,7 +42,9 @@ def _refusing(body: Callable[[], str]) -> Callable[..., Awaitable[None]]:
     ],
 )
 def test_a_secret_echoed_in_another_spelling_is_a_leak(spelling: Callable[[], str]) -> None:
-    app = _refusing(lambda: '{"error":"bad signature","config":{"secret":"' + spelling() + '"}}')
+    app = refusing_app(
+        lambda _: '{"error":"bad signature","config":{"secret":"' + spelling() + '"}}'
+    )
     settings = app_settings(None, secrets=(SECRET,), select=("response.no-secret-leak",))
     result = run_in_process(app, settings)["response.no-secret-leak"]
     assert result.outcome is Outcome.FAILED
@@ -66,7 +52,9 @@ def test_a_secret_echoed_in_another_spelling_is_a_leak(spelling: Callable[[], st
 
 
 def test_an_answer_without_the_secret_is_no_leak() -> None:
-    app = _refusing(lambda: '{"error":"bad signature","see":"https:\\/\\/example.test\\/docs"}')
+    app = refusing_app(
+        lambda _: '{"error":"bad signature","see":"https:\\/\\/example.test\\/docs"}'
+    )
     settings = app_settings(None, secrets=(SECRET,), select=("response.no-secret-leak",))
     result = run_in_process(app, settings)["response.no-secret-leak"]
     assert result.outcome is Outcome.PASSED

@@ -4,37 +4,19 @@ same four letters inside a word, or echoed from the request, are not."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Callable
 
 import pytest
 
 from conformance.model import Severity
 from conformance.results import Outcome
-from tests.conformance.support import app_settings, run_in_process
+from tests.conformance.support import app_settings, refusing_app, run_in_process
 
 SECRET = "whsec_test_stripe_secret"
 """A secret whose last four characters ("cret") are also inside the word "secret", which the
 hinted request itself carries (its ``secret=`` item)."""
 
 Answer = Callable[[dict[str, str]], str]
-
-
-def _refusing(answer: Answer) -> Callable[..., Awaitable[None]]:
-    """An ASGI app answering every request 400 with ``answer(request headers)``."""
-
-    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
-        if scope["type"] != "http":
-            return
-        more = True
-        while more:
-            more = (await receive()).get("more_body", False)
-        headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in scope["headers"]}
-        body = answer(headers).encode()
-        await send({"type": "http.response.start", "status": 400, "headers": []})
-        await send({"type": "http.response.body", "body": body})
-
-    return app
 
 
 def _stripe_node_message(headers: dict[str, str]) -> str:
@@ -60,7 +42,7 @@ def test_only_an_answer_naming_the_secrets_last_characters_fails(
     settings = app_settings(
         None, scheme="stripe", secrets=(SECRET,), select=("response.no-secret-hint",)
     )
-    result = run_in_process(_refusing(answer), settings)["response.no-secret-hint"]
+    result = run_in_process(refusing_app(answer), settings)["response.no-secret-hint"]
     assert (result.outcome is Outcome.FAILED) is names_part, result.failures
     if names_part:
         assert result.scenario.severity is Severity.SHOULD
@@ -78,7 +60,7 @@ def test_the_hint_describes_another_secret_than_the_runners() -> None:
     settings = app_settings(
         None, scheme="stripe", secrets=(SECRET,), select=("response.no-secret-hint",)
     )
-    run_in_process(_refusing(remember), settings)
+    run_in_process(refusing_app(remember), settings)
     (header,) = seen
     masked = header.rsplit("secret=", 1)[-1]
     assert masked.startswith("whsec_*")
