@@ -240,6 +240,17 @@ SCENARIOS: tuple[Scenario, ...] = (
         DELAYS,
     ),
     _scenario(
+        "max-attempts-unanswered",
+        "Never more than max_attempts when nothing answers",
+        "A connection reset and a timeout are attempts too: a delivery whose endpoint never "
+        "answers gets at most max_attempts attempts, then stops (a sender whose budget counts "
+        "only 5xx answers retries it for ever).",
+        (step("reset"), step("hold")),
+        _x("max_attempts", "no more than max_attempts attempts"),
+        POLICY,
+        DELAYS,
+    ),
+    _scenario(
         "redirect-not-followed",
         "A redirect is not followed",
         "A 307 with a Location is a failed attempt, not a new address: the sender sends nothing to "

@@ -28,13 +28,27 @@ from http import HTTPStatus
 from conformance.sender_check.script import Answer, Kind
 from receiver.exceptions import VerificationError
 from receiver.server import base_url
-from receiver.signing import VerifiedMessage, Verifier
+from receiver.signing import Scheme, VerifiedMessage, Verifier
 
 __all__ = ["Attempt", "Listener", "Session"]
 
 _MAX_HEAD = 64 * 1024
 _MAX_BODY = 8 * 1024 * 1024
 _READ_TIMEOUT_S = 30.0
+
+
+def _unusual_spelling(scheme: Scheme, headers: dict[str, str]) -> str:
+    """Why a signature that verifies would still be refused by the scheme's documented
+    receivers (``""``: it would not): hex in upper case, which Stripe's libraries and GitHub's
+    documented check compare as the lower-case text they compute."""
+    if scheme.case_sensitive_signatures:  # base64: its case is part of its bytes
+        return ""
+    if any(value != value.lower() for value in scheme.signature_values(headers)):
+        return (
+            "its hex signature is upper case: the scheme's documented receivers compare the "
+            "lower-case text they compute (Stripe's libraries, GitHub's sample), and refuse it"
+        )
+    return ""
 
 
 @dataclass
@@ -180,6 +194,10 @@ class Listener:
             request.message = session.verifier.verify(body, headers, now=request.arrived_wall)
         except VerificationError as error:
             request.verify_error = str(error) or error.__class__.__name__
+        else:
+            spelled = _unusual_spelling(scheme, headers)
+            if spelled:  # it verifies here, leniently; the documented receivers refuse it
+                request.message, request.verify_error = None, spelled
         return request
 
     async def _followed(

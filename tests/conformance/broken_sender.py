@@ -42,12 +42,21 @@ BUGS = {
     "hedged-retries",
     "follows-redirects",
     "text-plain",
+    "upper-hex",
+    "counts-only-5xx",
 }
 
 
 def sign(key: bytes, event_id: str, timestamp: int, body: bytes) -> str:
     mac = hmac.new(key, f"{event_id}.{timestamp}.".encode() + body, hashlib.sha256).digest()
     return "v1," + base64.b64encode(mac).decode()
+
+
+def stripe_signature(secret: str, timestamp: int, body: bytes, *, upper: bool) -> str:
+    """Stripe's header: ``t=<ts>,v1=<hex HMAC of "<ts>." + body, keyed by the secret text>``."""
+    digest = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    text = digest.hexdigest()
+    return f"t={timestamp},v1={text.upper() if upper else text}"
 
 
 def post(url: str, body: bytes, headers: dict[str, str], timeout: float | None) -> tuple:
@@ -100,6 +109,7 @@ def main() -> None:
     parser.add_argument("--delays", default="0,1,1.5")
     parser.add_argument("--max-attempts", type=int, default=3)
     parser.add_argument("--timeout", type=float, default=1.0)
+    parser.add_argument("--scheme", choices=("standard", "stripe"), default="standard")
     args = parser.parse_args()
     bug = json.loads(os.environ.get("BROKEN_SENDER_BUGS", "{}")).get(
         os.environ["HOOKPROOF_SCENARIO"], ""
@@ -110,11 +120,16 @@ def main() -> None:
     key = base64.b64decode(secret.removeprefix("whsec_"))
     delays = [float(d) for d in args.delays.split(",")]
     limit = args.max_attempts + (2 if bug == "too-many-attempts" else 0)
+    if bug == "counts-only-5xx":  # timeouts and resets never use up the attempt budget
+        limit += 10
+    counted = 0
     hedged = bug == "hedged-retries"
     timeout = None if bug in ("no-timeout", "overlapping-retries") or hedged else args.timeout
-    event = {"type": "broken.test", "data": {"n": 1, "note": "héllo"}}
-    body = json.dumps(event, separators=(",", ":")).encode()
     event_id = f"evt_{uuid.uuid4().hex}"
+    event: dict[str, object] = {"type": "broken.test", "data": {"n": 1, "note": "héllo"}}
+    if args.scheme == "stripe":  # a Stripe event carries its id in the body
+        event = {"id": event_id, "object": "event", **event}
+    body = json.dumps(event, separators=(",", ":")).encode()
     first_ts = int(time.time())
     delivered = threading.Event()
     scheduled = time.monotonic() + delays[0]
@@ -135,6 +150,12 @@ def main() -> None:
             "webhook-timestamp": str(ts),
             "webhook-signature": sign(used_key, sent_id, ts, sent),
         }
+        if args.scheme == "stripe":
+            upper = bug == "upper-hex"
+            headers = {
+                "content-type": "application/json",
+                "stripe-signature": stripe_signature(secret, ts, sent, upper=upper),
+            }
         delay = delays[min(attempt, len(delays) - 1)]
         if bug == "fast-retries":  # at once: a busy machine only adds to the gap, and the
             delay = 0.0  # judge allows down to 0.25 s, so every spare millisecond is margin
@@ -160,6 +181,10 @@ def main() -> None:
             or (kind == "status" and status != 429 and not 500 <= status < 600)
         ):
             return
+        if bug == "counts-only-5xx":
+            counted += kind == "status"
+            if counted >= args.max_attempts:
+                return
         wait = retry_after_s(retry_after) if status == 429 else None
         if wait is not None and bug != "ignore-retry-after":
             scheduled = time.monotonic() + wait

@@ -79,15 +79,20 @@ def _run(*arguments: str) -> int:
 
 
 def _one_bug(
-    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, scenario_id: str, bug: str
+    policy: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    scenario_id: str,
+    bug: str,
+    scheme: str = "standard",
 ) -> tuple[int, dict[str, Any]]:
     """The exit code and the report's one scenario of ``scenario_id`` run against the broken
-    sender committing ``bug`` in it."""
-    monkeypatch.setenv("BROKEN_SENDER_BUGS", json.dumps({scenario_id: bug}))
-    report = tmp_path / "report.json"
+    sender (signing the ``scheme`` way) committing ``bug`` in it (``""``: none)."""
+    monkeypatch.setenv("BROKEN_SENDER_BUGS", json.dumps({scenario_id: bug} if bug else {}))
+    report = tmp_path / f"report-{bug or 'honest'}.json"
     code = _run(
-        "--trigger", SCRIPT, "--policy", str(policy), *FAST,
-        "--select", scenario_id, "--json", str(report),
+        "--trigger", f"{SCRIPT} --scheme {scheme}", "--scheme", scheme, "--policy", str(policy),
+        *FAST, "--select", scenario_id, "--json", str(report),
     )  # fmt: skip
     (scenario,) = json.loads(report.read_text())["scenarios"]
     return code, scenario
@@ -197,6 +202,38 @@ def test_a_sender_that_bounds_only_its_first_attempt_fails_the_retry_timeout(
     observed = " | ".join(f["observed"] for f in scenario["failures"])
     assert "still waiting on attempt 2" in observed
     assert "attempt 1" not in observed.split("still waiting on attempt 2")[0]
+
+
+def test_a_sender_that_counts_only_5xx_attempts_fails_max_attempts_unanswered(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reset and a timeout are attempts too: a sender whose budget counts only 5xx answers
+    retries an endpoint that never answers for ever."""
+    code, scenario = _one_bug(
+        policy, tmp_path, monkeypatch, "sender.max-attempts-unanswered", "counts-only-5xx"
+    )
+    assert code == 1
+    assert scenario["outcome"] == "failed"
+    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    assert "more than max_attempts 3" in observed
+
+
+def test_a_stripe_style_sender_writing_upper_case_hex_fails_the_signature_check(
+    policy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Upper-case hex is the same bytes, and hookproof's own verifier takes it, but Stripe's
+    libraries (and GitHub's documented check) compare the lower-case text they compute: every
+    delivery would be refused. A must, on every attempt; the same sender in lower case passes."""
+    scenario_id = "sender.signature-every-attempt"
+    code, honest = _one_bug(policy, tmp_path, monkeypatch, scenario_id, "", scheme="stripe")
+    assert (code, honest["outcome"]) == (0, "passed"), honest
+    code, scenario = _one_bug(
+        policy, tmp_path, monkeypatch, scenario_id, "upper-hex", scheme="stripe"
+    )
+    assert code == 1
+    assert scenario["outcome"] == "failed"
+    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    assert "its hex signature is upper case" in observed
 
 
 def test_a_sender_that_does_not_declare_json_fails_a_should(
