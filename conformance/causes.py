@@ -36,17 +36,22 @@ import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
+from conformance.model import Severity
 from conformance.results import Outcome, ScenarioResult
 
 __all__ = [
     "ACKED_IN_FLIGHT",
     "CAUSES",
+    "CLAIM",
+    "DEDUPE",
     "EFFECT_AFTER_ANSWER",
     "FOLDS_INTO",
+    "LATENCY",
     "PLAINEST",
     "RATE_LIMITED",
     "REDIRECTED",
     "REFUSED_AUTHENTIC",
+    "REFUSED_THEN_MISSING",
     "SCENARIO_CAUSES",
     "UNAPPLIED",
     "UNAVAILABLE",
@@ -71,14 +76,33 @@ EFFECT_AFTER_ANSWER = "effect-after-answer"
 ACKED_IN_FLIGHT = "acknowledged-in-flight"
 """The cause key of an event the probe still showed in flight after the receiver answered it 2xx:
 acknowledged before anything was committed (a background task, a queue that is not durable)."""
+REFUSED_THEN_MISSING = "refused-then-missing"
+"""The marker of a genuine copy acknowledged after refused copies of its event, whose effect
+the probe then misses: see :data:`FOLDS_INTO`."""
 VERIFY_FIRST = "verify-first"
 """The cause key of a receiver that records an event id before verifying it: a refused copy
 poisons the id (the genuine copy that follows is taken for a duplicate)."""
 REFUSED_AUTHENTIC = "refused-authentic"
 """The cause key of a failure where a delivery that must be acknowledged (2xx) was not."""
+BAD_INPUT_5XX = "bad-input-5xx"
+"""The marker of bad input answered with a 5xx (not 503): the scenario's own cause when that one
+says "never a 5xx", else :data:`PARSE` (a verification error left unguarded is a parsing bug,
+not an ordering or comparison one)."""
+APPLIED_TWICE = "applied-twice"
+"""The marker of an event the probe shows applied more often than allowed: the scenario's own
+cause in the idempotency family, else ``dedupe`` (a body variant's copies applied twice)."""
+OTHER_SECRET = "refused-other-secret"
+"""The marker of an authentic delivery signed with another secret than the first, refused: when
+``signature.each-secret`` fails too, the receiver tries only some of its secrets."""
+PARSE = "parse"
+DEDUPE = "dedupe"
+CLAIM = "in-flight"
+LATENCY = "latency"
 UNAPPLIED = "acknowledged-unapplied"
 """The cause key of a failure where an event answered 2xx shows no effect at all on the probe:
 when the plainest delivery shows it, the receiver acknowledges the generic event and drops it."""
+EACH_SECRET = "signature.each-secret"
+"""The scenario whose failure makes :data:`OTHER_SECRET` point at the signature list."""
 PLAINEST = "signature.valid"
 """The scenario whose refusal (or acknowledged, unapplied delivery) makes
 :data:`REFUSED_AUTHENTIC` (or :data:`UNAPPLIED`) the run's leading cause."""
@@ -90,7 +114,10 @@ CAUSES: Mapping[str, str] = {
     "your sender relies on in [answers] (a convention, not a broken guarantee)",
     "verify": "verify the signature over the raw body with every active secret before acting on "
     "a delivery",
-    "parse": "guard header and body parsing: malformed input is a 4xx, never a 5xx",
+    PARSE: "guard header and body parsing: malformed input is a 4xx, never a 5xx",
+    "ijson": "take a string JSON allows but UTF-8 cannot hold (a lone surrogate escape) "
+    "without a 5xx, parsing it and storing it (PostgreSQL's jsonb, a UTF-8 text column): "
+    "accept it or refuse it with a 4xx, and apply it at most once",
     "parse-unverified": "verify the raw body before reading it, or read an unverified body "
     "defensively: JSON of any shape or depth (null, a list, wrong field types, 2,000 levels) "
     "is a 4xx, never a 5xx",
@@ -113,18 +140,19 @@ CAUSES: Mapping[str, str] = {
     "copy leaves no trace, so the genuine copy that follows is accepted and applied once",
     "tolerance": "accept timestamps within the whole tolerance, in both directions",
     "stale": "refuse timestamps outside the tolerance in both directions, before the dedupe lookup",
-    "dedupe": "deduplicate on the event id (webhook-id; a Stripe event's id; X-GitHub-Delivery) "
+    DEDUPE: "deduplicate on the event id (webhook-id; a Stripe event's id; X-GitHub-Delivery) "
     "in a durable inbox, not on the body or a business object's id, and answer a committed "
     "duplicate 2xx",
     "retention": "keep each event id's dedupe record durably for as long as the sender may "
     "retry or redrive (days), not in a cache of recent ids or a record that expires in seconds",
-    "in-flight": "claim the event id atomically; answer a copy that arrives mid-processing 503 "
-    "with Retry-After",
+    CLAIM: "claim the event id atomically and hold the claim until the commit (a lease "
+    "shorter than the handler's work lets a copy in); answer a copy that arrives "
+    "mid-processing 503 with Retry-After",
     "hang-up": "finish (or wholly undo) a delivery whose sender hung up: do not tie the "
     "handler's work to the connection (a cancelled request context, an aborted handler) once "
     "the event id is recorded, and commit the id with its effect in one transaction",
     "ack": "acknowledge the generic event with 2xx only after committing it",
-    "latency": "answer within the sender's timeout: commit, acknowledge, then do slow work",
+    LATENCY: "answer within the sender's timeout: commit, acknowledge, then do slow work",
     "problem": "answer refusals with application/problem+json",
     "leak": "never echo a secret or a signature in an answer",
     "error-text": "answer a refused delivery with your own words, not the verification "
@@ -168,6 +196,7 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.malformed-unsigned-id", "event-id"),
     ("signature.malformed-*", "parse"),
     ("signature.wrong-length-entry", "parse"),
+    ("signature.body-not-ijson", "ijson"),
     ("signature.body-not-*", "parse"),
     ("signature.body-odd-json", "parse-unverified"),
     ("signature.truncated-signature", "compare"),
@@ -191,6 +220,8 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("idempotency.staggered-duplicates", "in-flight"),
     ("idempotency.sender-hung-up", "hang-up"),
     ("idempotency.late-duplicate", "retention"),
+    ("idempotency.redrive-duplicate", "retention"),  # on the wire: sent after --patience
+    ("idempotency.double-redrive", "retention"),
     ("idempotency.duplicate-after-other-events", "retention"),
     ("idempotency.*", "dedupe"),
     ("response.within-timeout", "latency"),
@@ -223,10 +254,13 @@ class Cause:
         return f"{self.fix} — {count} scenario{'' if count == 1 else 's'}"
 
 
-def cause_of(result: ScenarioResult, *, plainest: str | None = None) -> tuple[str, str]:
+def cause_of(
+    result: ScenarioResult, *, plainest: str | None = None, rotation_broken: bool = False
+) -> tuple[str, str]:
     """The cause key and fix a failed ``result`` points at; ``plainest``: the cause the run's
     plainest authentic delivery failed with (:data:`REFUSED_AUTHENTIC`, :data:`UNAPPLIED`), so
-    a failure of ``result`` with that cause points there."""
+    a failure of ``result`` with that cause points there; ``rotation_broken``: the run's
+    ``signature.each-secret`` failed, so a refusal of another secret's delivery points there."""
     causes = [f.cause for f in result.failures]
     for run_wide in _RUN_WIDE:  # nothing of this scenario reached the handler
         if run_wide in causes:
@@ -235,14 +269,45 @@ def cause_of(result: ScenarioResult, *, plainest: str | None = None) -> tuple[st
         return ACKED_IN_FLIGHT, CAUSES[ACKED_IN_FLIGHT]
     if plainest is not None and plainest in causes:
         return plainest, CAUSES[plainest]
-    named = [cause for cause in causes if cause and cause not in _PLAINEST_CAUSES]
+    if plainest == REFUSED_AUTHENTIC and OTHER_SECRET in causes:  # refused, whichever secret
+        return REFUSED_AUTHENTIC, CAUSES[REFUSED_AUTHENTIC]
+    if rotation_broken and OTHER_SECRET in causes:
+        return ROTATION, CAUSES[ROTATION]
+    own = _scenario_cause(result.scenario.id)
+    for marker, (kept, otherwise) in _MARKERS.items():
+        if marker in causes:
+            key = kept.get(own or "", otherwise)
+            return key, CAUSES[key]
+    named = [cause for cause in causes if cause and cause not in _UNNAMED]
     # a result with a broken guarantee points at it, not at the convention it also broke
     if named and len(named) == len(result.failures):
         return named[0], CAUSES.get(named[0], named[0])
-    for pattern, key in SCENARIO_CAUSES:
-        if fnmatch.fnmatchcase(result.scenario.id, pattern):
-            return key, CAUSES[key]
+    if own is not None:
+        return own, CAUSES[own]
     return result.scenario.id, result.scenario.guarantee
+
+
+def _scenario_cause(scenario_id: str) -> str | None:
+    """The cause :data:`SCENARIO_CAUSES` gives ``scenario_id`` (first match), if any."""
+    for pattern, key in SCENARIO_CAUSES:
+        if fnmatch.fnmatchcase(scenario_id, pattern):
+            return key
+    return None
+
+
+ROTATION = "signature-list"
+_MARKERS: Mapping[str, tuple[Mapping[str, str], str]] = {
+    BAD_INPUT_5XX: ({k: k for k in (PARSE, "parse-unverified", "ijson", "storable")}, PARSE),
+    # a second effect after the sender hung up: the claim let the retry in
+    APPLIED_TWICE: (
+        {"in-flight": "in-flight", "hang-up": "in-flight", "retention": "retention"},
+        "dedupe",
+    ),
+}
+"""What a failure marked so points at, by the scenario's own cause (a marker says what was
+seen; the scenario's cause may say it better), else the second."""
+_UNNAMED = frozenset({*_PLAINEST_CAUSES, OTHER_SECRET})
+"""Markers that name a cause only when the run shows it (see :func:`cause_of`)."""
 
 
 def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
@@ -253,29 +318,51 @@ def group_by_cause(results: Iterable[ScenarioResult]) -> list[Cause]:
         key: next((f.observed for r in failed for f in r.failures if f.cause == key), None)
         for key in _RUN_WIDE
     }
-    keyed = [(result, *cause_of(result, plainest=plainest)) for result in failed]
+    rotation_broken = any(r.scenario.id == EACH_SECRET for r in failed)
+    keyed = [
+        (result, *cause_of(result, plainest=plainest, rotation_broken=rotation_broken))
+        for result in failed
+    ]
     present = {key for _, key, _ in keyed}
     groups: dict[str, tuple[str, list[str]]] = {}
     for result, key, fix in keyed:
-        broader = FOLDS_INTO.get(key)
-        if broader in present:  # the narrower cause is explained by the broader one
+        broader = next((b for b in FOLDS_INTO.get(key, ()) if b in present), None)
+        if broader is not None:  # the narrower cause is explained by the broader one
             key, fix = broader, CAUSES[broader]
+        elif key in _OTHERWISE:
+            key = _OTHERWISE[key]
+            fix = CAUSES[key]
         if key == REFUSED_AUTHENTIC:
             fix = f"{fix}; the plainest one was answered {refusal}"
         elif key in first_answer:
             fix = f"{fix}; it answered {first_answer[key]}"
         groups.setdefault(key, (fix, []))[1].append(result.scenario.id)
+    must = {r.scenario.id for r in failed if r.severity is Severity.MUST}
     causes = [Cause(key, fix, tuple(ids)) for key, (fix, ids) in groups.items()]
-    # what folds the rest of the run leads, however few scenarios it counts
-    return sorted(causes, key=lambda c: (c.key not in _LEADING, -len(c.scenarios)))
+    # what folds the rest of the run leads, however few scenarios it counts; then a broken
+    # guarantee before a convention, then the most scenarios
+    return sorted(
+        causes,
+        key=lambda c: (c.key not in _LEADING, must.isdisjoint(c.scenarios), -len(c.scenarios)),
+    )
 
 
-FOLDS_INTO: Mapping[str, str] = {"retention": "dedupe", UNAVAILABLE: ACKED_IN_FLIGHT}
-"""A narrower cause and the broader one it folds into when the same run shows that one too: a
+FOLDS_INTO: Mapping[str, tuple[str, ...]] = {
+    "retention": (DEDUPE,),
+    UNAVAILABLE: (ACKED_IN_FLIGHT,),
+    REFUSED_THEN_MISSING: (ACKED_IN_FLIGHT, UNAPPLIED),
+}
+"""A narrower cause and the broader ones it folds into (the first the same run shows): a
 receiver that forgets a duplicate only after time or other events has a retention bug; one that
 also fails the immediate duplicate does not deduplicate at all. A receiver seen acknowledging
 events still in flight answers the copies that follow 503 itself (in flight, for ever or until
-its background work ends): no gateway needs to be throttling."""
+its background work ends): no gateway needs to be throttling. A genuine copy acknowledged after
+a refused one and then missing its effect is what a receiver that acknowledges every event
+before committing it (or that drops the generic event) shows too; otherwise the refused copy's
+record made it "a duplicate" (:data:`_OTHERWISE`)."""
+
+_OTHERWISE: Mapping[str, str] = {REFUSED_THEN_MISSING: VERIFY_FIRST}
+"""The cause a marker points at when nothing in :data:`FOLDS_INTO` explains it."""
 
 _LEADING = frozenset({*_RUN_WIDE, *_PLAINEST_CAUSES, EFFECT_AFTER_ANSWER, ACKED_IN_FLIGHT})
 """Causes that explain failures across families: listed first."""

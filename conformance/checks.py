@@ -17,10 +17,17 @@ from dataclasses import dataclass, replace
 
 from conformance.causes import (
     ACKED_IN_FLIGHT,
+    APPLIED_TWICE,
+    BAD_INPUT_5XX,
+    CLAIM,
+    DEDUPE,
     EFFECT_AFTER_ANSWER,
+    LATENCY,
+    OTHER_SECRET,
     RATE_LIMITED,
     REDIRECTED,
     REFUSED_AUTHENTIC,
+    REFUSED_THEN_MISSING,
     UNAPPLIED,
     UNAVAILABLE,
     VERIFY_FIRST,
@@ -155,16 +162,36 @@ def mark_cause(
     delivery is refused too, the report folds them together — or a 503 to a copy of an event the
     receiver had answered 2xx before (a committed duplicate is 2xx: unavailable, or its own
     in-flight answer when the run shows it acknowledging events before committing them)."""
-    if answer is not None and answer.redirected:
+    if answer is None:
+        return replace(failure, cause=REFUSED_AUTHENTIC) if allowed == ("2xx",) else failure
+    if answer.redirected:
         return replace(failure, cause=REDIRECTED)
-    if answer is not None and answer.status == 429:
+    if answer.status == 429:
         return replace(failure, cause=RATE_LIMITED)
-    unavailable = answer is not None and answer.status == 503
-    if unavailable and answer is not None and _acknowledged_before(run, answer):
-        return replace(failure, cause=UNAVAILABLE)
-    if allowed != ("2xx",):
+    if answer.late:  # nothing complete within --timeout: a slow (or serialised) handler
+        return replace(failure, cause=LATENCY)
+    earlier = _earlier_copies(run, answer)
+    if answer.status == 503:
+        if earlier and all(_refused(e) for e in earlier):  # the refused copy left a claim
+            return replace(failure, cause=VERIFY_FIRST)
+        if any(status_matches(e, "2xx") for e in earlier) or allowed == ("2xx",):
+            return replace(failure, cause=UNAVAILABLE)
         return failure
-    return replace(failure, cause=UNAVAILABLE if unavailable else REFUSED_AUTHENTIC)
+    if allowed != ("2xx",):
+        five_xx = answer.status is not None and answer.status >= 500
+        return replace(failure, cause=BAD_INPUT_5XX) if five_xx else failure
+    name = run.options.scheme.signature_header.lower()
+    signatures = {value for key, value in answer.request.headers if key.lower() == name}
+    if signatures & run.other_secret_signatures:
+        return replace(failure, cause=OTHER_SECRET)
+    if _refused(answer) and any(status_matches(e, "2xx") for e in earlier):
+        return replace(failure, cause=DEDUPE)  # a committed duplicate refused (409, say)
+    return replace(failure, cause=REFUSED_AUTHENTIC)
+
+
+def _refused(exchange: Exchange) -> bool:
+    """Whether ``exchange`` was answered with a 4xx."""
+    return exchange.status is not None and 400 <= exchange.status < 500
 
 
 def _earlier_copies(run: WireRun, copy: Exchange) -> list[Exchange]:
@@ -177,11 +204,6 @@ def _earlier_copies(run: WireRun, copy: Exchange) -> list[Exchange]:
         for e in group
         if e.event_id == copy.event_id and (e.gap_s is None or e.gap_s < copy.gap_s)
     ]
-
-
-def _acknowledged_before(run: WireRun, copy: Exchange) -> bool:
-    """Whether an earlier copy of ``copy``'s event was answered 2xx in this run."""
-    return any(status_matches(e, "2xx") for e in _earlier_copies(run, copy))
 
 
 def unverified_duplicate(run: WireRun, failure: Failure, copy: Exchange) -> Failure:
@@ -205,9 +227,14 @@ async def _probe_failure(
     wanted: int = 0,
 ) -> Failure:
     """The failure of a probe reading (``snapshot``, described by ``observed``; ``wanted``: the
-    effects the check expected), with every copy of the event sent and its answer. After a 2xx
-    to one of them, a reading of ``in_flight`` names :data:`~conformance.causes.ACKED_IN_FLIGHT`
-    (that answer came before any commit), one of no effect at all
+    effects the check expected), with every copy of the event sent and its answer. After a 2xx,
+    a reading that misses the effect (``in_flight``, or no effect at all) names its cause: the
+    copies before the 2xx were all refused — :data:`~conformance.causes.REFUSED_THEN_MISSING`
+    (the refused copy's record made the genuine one "a duplicate", unless the run shows another
+    reason); ``in_flight`` after the first
+    copy's 2xx — :data:`~conformance.causes.ACKED_IN_FLIGHT` (answered before any commit);
+    ``in_flight`` after a later copy's — :data:`~conformance.causes.CLAIM` (a copy in flight
+    answered 2xx); no effect of a committed or unknown event —
     :data:`~conformance.causes.UNAPPLIED` (which leads the report when the plainest delivery
     shows it: the generic event acknowledged and dropped)."""
     event = run.events[event_label]
@@ -217,11 +244,19 @@ async def _probe_failure(
     lines.append(run.options.probe.curl(event.event_id, show_secrets=run.options.show_secrets))
     sensitive = run.redactions()
     cause = ""
-    if snapshot is not None and any(status_matches(e, "2xx") for e in sent):
-        if snapshot.status == "in_flight":
+    acknowledged = next((e for e in sent if status_matches(e, "2xx")), None)
+    if snapshot is not None and acknowledged is not None:
+        before = sent[: sent.index(acknowledged)]
+        in_flight = snapshot.status == "in_flight"
+        missing = in_flight or (wanted > 0 and snapshot.effects == 0)
+        if missing and before and all(_refused(e) for e in before):
+            cause = REFUSED_THEN_MISSING  # the refused copy's record made it "a duplicate"?
+        elif in_flight and not before:
             observed += ", after a 2xx: acknowledged before it was committed"
             cause = ACKED_IN_FLIGHT
-        elif wanted > 0 and snapshot.effects == 0:
+        elif in_flight:  # a later copy answered 2xx while an earlier one was in flight
+            cause = CLAIM
+        elif missing:
             cause = UNAPPLIED
     answers = "; ".join(e.describe(sensitive) for e in sent[:6])
     more = f" (+{len(sent) - 6} more)" if len(sent) > 6 else ""
@@ -279,9 +314,13 @@ def _probe_count(field: str, unjudged: str, *, settles: bool) -> CheckFn:
             return await _missing_effect(run, expectation, label, snapshot, wanted)
         if wrong:
             expected = wanted if field == "effects" else 0
-            return await _probe_failure(
+            failure = await _probe_failure(
                 run, expectation, label, snapshot.describe(), snapshot, expected
             )
+            allowed = int(args["at_most"]) if "at_most" in args else wanted
+            # applied again, not applied at all where it should have been refused
+            twice = field == "effects" and count > allowed >= 1 and not failure.cause
+            return replace(failure, cause=APPLIED_TWICE) if twice else failure
         return None
 
     judge.__doc__ = f"The probe shows exactly ``equals`` (or at most ``at_most``) {field}."
@@ -442,9 +481,11 @@ async def _effects_every(run: WireRun, expectation: Expectation) -> Verdict:
         if snapshot.status == "committed" and snapshot.effects < wanted:
             return await _missing_effect(run, expectation, label, snapshot, wanted)
         if snapshot.effects != wanted:
-            return await _probe_failure(
+            failure = await _probe_failure(
                 run, expectation, label, snapshot.describe(), snapshot, wanted
             )
+            twice = snapshot.effects > wanted >= 1 and not failure.cause
+            return replace(failure, cause=APPLIED_TWICE) if twice else failure
     return None
 
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from conformance.answers import IN_FLIGHT, RETRY_LATER, SIGNED_BAD_BODY, UNSIGNED_ID, refusal_of
+from conformance.causes import CLAIM
 from conformance.checks import (
     RECEIVER_CHECKS,
     Unjudged,
@@ -100,12 +101,13 @@ async def _judge_refusal(
     wrong = [e for e in exchanges if not kept(e)]
     if wrong:
         shown = _shown(run, exchanges, wrong)
-        failure = mark_cause(
-            run,
-            Failure(guarantee, shown, run.curl(wrong[0].request), scenario.severity),
-            (),
-            wrong[0],
-        )
+        failure = Failure(guarantee, shown, run.curl(wrong[0].request), scenario.severity)
+        if refusal == IN_FLIGHT:  # authentic copies: refused as authentic deliveries are
+            status = wrong[0].status
+            if status is not None and status >= 500 and status != 503:
+                return replace(failure, cause=CLAIM)  # crashed on the first one's claim
+            return mark_cause(run, failure, ("2xx",), wrong[0])
+        failure = mark_cause(run, failure, (), wrong[0])
         if refusal in _VERIFIED_BEFORE_RECORDING:
             return unverified_duplicate(run, failure, wrong[0])
         return failure

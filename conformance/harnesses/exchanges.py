@@ -56,6 +56,8 @@ class Exchange:
     event_id: str = ""
     gap_s: float | None = None
     """Real seconds since the event's first copy was sent, for a duplicate (``None``: first)."""
+    late: bool = False
+    """Whether the answer did not complete within the exchange's deadline (``--timeout``)."""
 
     def gap_text(self) -> str:
         """`` (a duplicate, 2.0 s after the first copy)`` for a copy after the first, else

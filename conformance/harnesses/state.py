@@ -155,6 +155,9 @@ class WireRun:
     """How late this run's effects showed (shared by the run's scenarios)."""
     remarks: dict[str, str] = field(default_factory=dict)
     """What the scenario's result says besides its verdict, one sentence per kind."""
+    other_secret_signatures: set[bytes] = field(default_factory=set)
+    """The signature headers of requests signed with another secret than the first (a run
+    given several): a refusal of one points at rotation when ``signature.each-secret`` fails."""
     _signed_count: int = 0
     _counter: itertools.count[int] = field(default_factory=itertools.count)
 
@@ -285,6 +288,8 @@ class WireRun:
         else:
             secret = self.next_secret() if secret_index is None else scheme.secrets[secret_index]
         headers = scheme.sign(body, event_id=event.event_id, timestamp=timestamp, secrets=[secret])
+        if secret is not scheme.secrets[0] and mutation not in ("wrong-secret", "secret-hint"):
+            self.other_secret_signatures.add(headers[scheme.signature_header].encode("latin-1"))
         if mutation.startswith("listed:"):
             headers = scheme.listed(
                 headers,
@@ -443,6 +448,7 @@ class WireRun:
                 error=late.describe(),
                 event_id=event_id,
                 gap_s=gap,
+                late=True,
             )
         except httpx.HTTPError as error:
             exchange = Exchange(
