@@ -96,6 +96,7 @@ OTHER_SECRET = "refused-other-secret"
 ``signature.each-secret`` fails too, the receiver tries only some of its secrets."""
 PARSE = "parse"
 DEDUPE = "dedupe"
+ROTATION = "signature-list"
 CLAIM = "in-flight"
 LATENCY = "latency"
 UNAPPLIED = "acknowledged-unapplied"
@@ -124,7 +125,7 @@ CAUSES: Mapping[str, str] = {
     "compare": "compare the whole signature, exactly, in constant time (hmac.compare_digest, "
     "crypto.timingSafeEqual after a length check): never a prefix of it, never ignoring case",
     "event-id": "refuse a delivery without a usable event id (400): it could never be deduplicated",
-    "signature-list": "try every entry of the signature header against every active secret, "
+    ROTATION: "try every entry of the signature header against every active secret, "
     "skipping unknown versions",
     "raw-bytes": "verify the exact bytes received, never re-serialized JSON or text decoded and "
     "re-encoded with another charset",
@@ -201,10 +202,10 @@ SCENARIO_CAUSES: tuple[tuple[str, str], ...] = (
     ("signature.body-odd-json", "parse-unverified"),
     ("signature.truncated-signature", "compare"),
     ("signature.case-swapped", "compare"),
-    ("signature.rotation", "signature-list"),
-    ("signature.unknown-version", "signature-list"),
-    ("signature.list-positions", "signature-list"),
-    ("signature.each-secret", "signature-list"),
+    ("signature.rotation", ROTATION),
+    ("signature.unknown-version", ROTATION),
+    ("signature.list-positions", ROTATION),
+    ("signature.each-secret", ROTATION),
     ("signature.*-then-genuine", VERIFY_FIRST),
     ("clock.stale-then-genuine", VERIFY_FIRST),
     ("signature.raw-bytes", "raw-bytes"),
@@ -295,7 +296,6 @@ def _scenario_cause(scenario_id: str) -> str | None:
     return None
 
 
-ROTATION = "signature-list"
 _MARKERS: Mapping[str, tuple[Mapping[str, str], str]] = {
     BAD_INPUT_5XX: ({k: k for k in (PARSE, "parse-unverified", "ijson", "storable")}, PARSE),
     # a second effect after the sender hung up: the claim let the retry in

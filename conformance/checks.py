@@ -156,12 +156,19 @@ async def _status_some(run: WireRun, expectation: Expectation) -> Verdict:
 def mark_cause(
     run: WireRun, failure: Failure, allowed: tuple[str, ...], answer: Exchange | None
 ) -> Failure:
-    """``failure`` marked with its run-wide cause: an ``answer`` that redirects (nothing reached
-    the handler; no sender follows it) or throttles the run (429), a delivery that only a 2xx
-    answers (an authentic one) answered 503 (unavailable) or refused — when the plainest such
-    delivery is refused too, the report folds them together — or a 503 to a copy of an event the
-    receiver had answered 2xx before (a committed duplicate is 2xx: unavailable, or its own
-    in-flight answer when the run shows it acknowledging events before committing them)."""
+    """``failure`` marked with the cause its ``answer`` shows (``allowed``: the answers the
+    expectation takes; ``("2xx",)`` for an authentic delivery):
+
+    - a redirect (nothing reached the handler; no sender follows it), a 429 (the run throttled)
+      or nothing complete within ``--timeout`` (latency);
+    - a 503: after copies of the event that were all refused, the id recorded before verifying
+      (the refused copy left a claim); after a 2xx to one, or to an authentic delivery,
+      unavailable (or the receiver's own in-flight answer, when the run shows it acknowledging
+      events before committing them);
+    - another 5xx to bad input (:data:`~conformance.causes.BAD_INPUT_5XX`);
+    - an authentic delivery refused: signed with another of the run's secrets
+      (:data:`~conformance.causes.OTHER_SECRET`), a committed duplicate refused (dedupe), else
+      refused-authentic — folded together when the plainest delivery is refused too."""
     if answer is None:
         return replace(failure, cause=REFUSED_AUTHENTIC) if allowed == ("2xx",) else failure
     if answer.redirected:
@@ -172,8 +179,8 @@ def mark_cause(
         return replace(failure, cause=LATENCY)
     earlier = _earlier_copies(run, answer)
     if answer.status == 503:
-        if earlier and all(_refused(e) for e in earlier):  # the refused copy left a claim
-            return replace(failure, cause=VERIFY_FIRST)
+        if earlier and all(status_matches(e, "4xx") for e in earlier):
+            return replace(failure, cause=VERIFY_FIRST)  # the refused copy left a claim
         if any(status_matches(e, "2xx") for e in earlier) or allowed == ("2xx",):
             return replace(failure, cause=UNAVAILABLE)
         return failure
@@ -184,14 +191,9 @@ def mark_cause(
     signatures = {value for key, value in answer.request.headers if key.lower() == name}
     if signatures & run.other_secret_signatures:
         return replace(failure, cause=OTHER_SECRET)
-    if _refused(answer) and any(status_matches(e, "2xx") for e in earlier):
+    if status_matches(answer, "4xx") and any(status_matches(e, "2xx") for e in earlier):
         return replace(failure, cause=DEDUPE)  # a committed duplicate refused (409, say)
     return replace(failure, cause=REFUSED_AUTHENTIC)
-
-
-def _refused(exchange: Exchange) -> bool:
-    """Whether ``exchange`` was answered with a 4xx."""
-    return exchange.status is not None and 400 <= exchange.status < 500
 
 
 def _earlier_copies(run: WireRun, copy: Exchange) -> list[Exchange]:
@@ -249,7 +251,7 @@ async def _probe_failure(
         before = sent[: sent.index(acknowledged)]
         in_flight = snapshot.status == "in_flight"
         missing = in_flight or (wanted > 0 and snapshot.effects == 0)
-        if missing and before and all(_refused(e) for e in before):
+        if missing and before and all(status_matches(e, "4xx") for e in before):
             cause = REFUSED_THEN_MISSING  # the refused copy's record made it "a duplicate"?
         elif in_flight and not before:
             observed += ", after a 2xx: acknowledged before it was committed"

@@ -78,6 +78,11 @@ def _run(*arguments: str) -> int:
     return main(["check-sender", "--secret", SECRET, *arguments])
 
 
+def _observed(scenario: dict[str, Any]) -> str:
+    """What every failure of a report's ``scenario`` observed, in one line."""
+    return " | ".join(f["observed"] for f in scenario["failures"])
+
+
 def _one_bug(
     policy: Path,
     tmp_path: Path,
@@ -184,7 +189,7 @@ def test_an_independent_sender_passes_and_each_seeded_bug_is_caught(
     for scenario in json.loads(reports["broken"].read_text())["scenarios"]:
         bug, says = AIMED[scenario["id"]]
         assert scenario["outcome"] == "failed", (bug, scenario)
-        observed = " | ".join(f["observed"] for f in scenario["failures"])
+        observed = _observed(scenario)
         assert says in observed, (bug, observed)
         assert "attempt 1 at +0.000 s" in scenario["failures"][0]["reproduce"]
 
@@ -199,7 +204,7 @@ def test_a_sender_that_bounds_only_its_first_attempt_fails_the_retry_timeout(
     )
     assert code == 1
     assert scenario["outcome"] == "failed"
-    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    observed = _observed(scenario)
     assert "still waiting on attempt 2" in observed
     assert "attempt 1" not in observed.split("still waiting on attempt 2")[0]
 
@@ -214,7 +219,7 @@ def test_a_sender_that_counts_only_5xx_attempts_fails_max_attempts_unanswered(
     )
     assert code == 1
     assert scenario["outcome"] == "failed"
-    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    observed = _observed(scenario)
     assert "more than max_attempts 3" in observed
 
 
@@ -232,7 +237,7 @@ def test_a_stripe_style_sender_writing_upper_case_hex_fails_the_signature_check(
     )
     assert code == 1
     assert scenario["outcome"] == "failed"
-    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    observed = _observed(scenario)
     assert "its hex signature is upper case" in observed
 
 
@@ -263,7 +268,7 @@ def test_a_hedged_retry_whose_success_drops_the_held_attempt_is_seen_in_flight(
     )
     assert code == 0  # a should
     assert scenario["outcome"] == "failed", scenario
-    observed = " | ".join(f["observed"] for f in scenario["failures"])
+    observed = _observed(scenario)
     assert "attempt 2 arrived while attempt 1 was still in flight: its connection was open" in (
         observed
     )
